@@ -1,0 +1,381 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/store"
+)
+
+const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machine-readable output)
+  create-team    --name N
+  add-member     --team T --email E [--role member|owner]
+  add-route      --team T [--preset anthropic|openai] [--prefix /p] [--upstream URL]
+                 [--dialect anthropic|openai|generic] [--header H] [--credential-env VAR]
+                 [--format 'Bearer {}'] [--fail-mode closed|open]
+  issue-key      --team T --member E [--name N]     (prints the key once)
+  rotate-key     --key ID [--grace 24h]              (old key works until the grace ends)
+  revoke-key     --key ID
+  disable-member --team T --member E
+  enable-member  --team T --member E
+  list           teams | members|keys|routes --team T
+  audit          [--team T] [--limit 50]`
+
+// adminCmd is one verb's parsed context.
+type adminCmd struct {
+	env   Env
+	cfg   config.Config
+	st    *store.Store
+	json  bool
+	flags *flag.FlagSet
+}
+
+func admin(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(env.Stdout, adminUsage)
+		return nil
+	}
+	verbs := map[string]func(context.Context, *adminCmd, []string) error{
+		"create-team": createTeam, "add-member": addMember, "add-route": addRoute,
+		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
+		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
+		"list": list, "audit": audit,
+	}
+	verb, ok := verbs[args[0]]
+	if !ok {
+		return usagef("unknown admin verb %q; see tollgate admin help", args[0])
+	}
+	cfg, err := config.Load(env.Getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cmd := &adminCmd{env: env, cfg: cfg, st: store.New(pool), flags: newFlagSet("admin " + args[0])}
+	cmd.flags.BoolVar(&cmd.json, "json", false, "print JSON")
+	return verb(ctx, cmd, args[1:])
+}
+
+// parse parses flags and checks the required ones were given.
+func (c *adminCmd) parse(args []string, required ...string) error {
+	if err := parseFlags(c.flags, args); err != nil {
+		return err
+	}
+	for _, name := range required {
+		if c.flags.Lookup(name).Value.String() == "" {
+			return usagef("%s: --%s is required", c.flags.Name(), name)
+		}
+	}
+	return nil
+}
+
+// print writes v as JSON, or runs human to write it for a person.
+func (c *adminCmd) print(v any, human func(w io.Writer)) error {
+	if c.json {
+		enc := json.NewEncoder(c.env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
+	human(tw)
+	return tw.Flush()
+}
+
+func (c *adminCmd) team(ctx context.Context, ref string) (store.Team, error) {
+	t, err := c.st.FindTeam(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return t, fmt.Errorf("no team %q (list them with: tollgate admin list teams)", ref)
+	}
+	return t, err
+}
+
+func (c *adminCmd) member(ctx context.Context, teamRef, memberRef string) (store.Team, store.Member, error) {
+	t, err := c.team(ctx, teamRef)
+	if err != nil {
+		return t, store.Member{}, err
+	}
+	m, err := c.st.FindMember(ctx, t.ID, memberRef)
+	if errors.Is(err, store.ErrNotFound) {
+		return t, m, fmt.Errorf("no member %q in team %s", memberRef, t.Name)
+	}
+	return t, m, err
+}
+
+// keyTeam finds a key's team; the operator names keys by id alone.
+func (c *adminCmd) keyTeam(ctx context.Context, keyID string) (int64, error) {
+	teamID, err := c.st.KeyTeam(ctx, keyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("no key %q", keyID)
+	}
+	return teamID, err
+}
+
+func conflict(err error, what string) error {
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%s already exists", what)
+	}
+	return err
+}
+
+func createTeam(ctx context.Context, c *adminCmd, args []string) error {
+	name := c.flags.String("name", "", "team name")
+	if err := c.parse(args, "name"); err != nil {
+		return err
+	}
+	t, err := c.st.CreateTeam(ctx, store.ActorCLI, *name)
+	if err != nil {
+		return conflict(err, "team "+*name)
+	}
+	return c.print(t, func(w io.Writer) { fmt.Fprintf(w, "created team %s (id %d)\n", t.Name, t.ID) })
+}
+
+func addMember(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	email := c.flags.String("email", "", "member email")
+	role := c.flags.String("role", store.RoleMember, "member or owner")
+	if err := c.parse(args, "team", "email"); err != nil {
+		return err
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	m, err := c.st.AddMember(ctx, store.ActorCLI, t.ID, *email, *role)
+	if err != nil {
+		return conflict(err, "member "+*email)
+	}
+	return c.print(m, func(w io.Writer) { fmt.Fprintf(w, "added %s to %s as %s (id %d)\n", m.Email, t.Name, m.Role, m.ID) })
+}
+
+func addRoute(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	var spec store.RouteSpec
+	c.flags.StringVar(&spec.Preset, "preset", "", "anthropic or openai")
+	c.flags.StringVar(&spec.Prefix, "prefix", "", "path prefix, e.g. /anthropic")
+	c.flags.StringVar(&spec.UpstreamURL, "upstream", "", "upstream base URL")
+	c.flags.StringVar(&spec.Dialect, "dialect", "", "anthropic, openai or generic")
+	c.flags.StringVar(&spec.CredentialHeader, "header", "", "header to inject the credential into")
+	c.flags.StringVar(&spec.CredentialEnv, "credential-env", "", "environment variable holding the credential")
+	c.flags.StringVar(&spec.CredentialFormat, "format", "", "credential format, e.g. 'Bearer {}'")
+	c.flags.StringVar(&spec.FailMode, "fail-mode", "", "closed or open when Redis is unreachable")
+	if err := c.parse(args, "team"); err != nil {
+		return err
+	}
+	if spec.Preset == "" && (spec.Prefix == "" || spec.UpstreamURL == "" || spec.Dialect == "") {
+		return usagef("admin add-route: give --preset, or --prefix, --upstream and --dialect")
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	spec.TeamID = t.ID
+	r, err := c.st.AddRoute(ctx, store.ActorCLI, spec)
+	if err != nil {
+		return conflict(err, "a route with that prefix")
+	}
+	return c.print(r, func(w io.Writer) {
+		fmt.Fprintf(w, "route %s -> %s (%s) for team %s\n", r.Prefix, r.UpstreamURL, r.Dialect, t.Name)
+		if r.CredentialHeader != "" {
+			state := "is set"
+			if c.env.Getenv(r.CredentialEnv) == "" {
+				state = "is NOT set in this environment; set it where the gateway runs"
+			}
+			fmt.Fprintf(w, "credential: header %s from $%s, which %s\n", r.CredentialHeader, r.CredentialEnv, state)
+		}
+	})
+}
+
+func issueKey(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	memberRef := c.flags.String("member", "", "member email or id")
+	name := c.flags.String("name", "", "a label for the key")
+	if err := c.parse(args, "team", "member"); err != nil {
+		return err
+	}
+	t, m, err := c.member(ctx, *teamRef, *memberRef)
+	if err != nil {
+		return err
+	}
+	k, err := c.st.IssueKey(ctx, store.ActorCLI, t.ID, m.ID, *name)
+	if err != nil {
+		return err
+	}
+	return c.print(k, func(w io.Writer) {
+		fmt.Fprintf(w, "key %s for %s in %s. It is shown only this once:\n%s\n", k.ID, m.Email, t.Name, k.Plaintext)
+	})
+}
+
+func rotateKey(ctx context.Context, c *adminCmd, args []string) error {
+	keyID := c.flags.String("key", "", "key id")
+	grace := c.flags.Duration("grace", c.cfg.KeyRotationGrace, "how long the old key keeps working")
+	if err := c.parse(args, "key"); err != nil {
+		return err
+	}
+	teamID, err := c.keyTeam(ctx, *keyID)
+	if err != nil {
+		return err
+	}
+	k, err := c.st.RotateKey(ctx, store.ActorCLI, teamID, *keyID, *grace)
+	if err != nil {
+		return err
+	}
+	return c.print(k, func(w io.Writer) {
+		fmt.Fprintf(w, "key %s replaces %s; the old key works until %s. The new key is shown only this once:\n%s\n",
+			k.ID, *keyID, time.Now().Add(*grace).UTC().Format(time.RFC3339), k.Plaintext)
+	})
+}
+
+func revokeKey(ctx context.Context, c *adminCmd, args []string) error {
+	keyID := c.flags.String("key", "", "key id")
+	if err := c.parse(args, "key"); err != nil {
+		return err
+	}
+	teamID, err := c.keyTeam(ctx, *keyID)
+	if err != nil {
+		return err
+	}
+	k, err := c.st.RevokeKey(ctx, store.ActorCLI, teamID, *keyID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("key %s is already revoked", *keyID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.print(k, func(w io.Writer) { fmt.Fprintf(w, "revoked key %s\n", k.ID) })
+}
+
+func setMemberStatus(status string) func(context.Context, *adminCmd, []string) error {
+	return func(ctx context.Context, c *adminCmd, args []string) error {
+		teamRef := c.flags.String("team", "", "team name or id")
+		memberRef := c.flags.String("member", "", "member email or id")
+		if err := c.parse(args, "team", "member"); err != nil {
+			return err
+		}
+		t, m, err := c.member(ctx, *teamRef, *memberRef)
+		if err != nil {
+			return err
+		}
+		m, err = c.st.SetMemberStatus(ctx, store.ActorCLI, t.ID, m.ID, status)
+		if err != nil {
+			return err
+		}
+		return c.print(m, func(w io.Writer) { fmt.Fprintf(w, "member %s of %s is now %s\n", m.Email, t.Name, m.Status) })
+	}
+}
+
+func list(ctx context.Context, c *adminCmd, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usagef("admin list: say what to list: teams, members, keys or routes")
+	}
+	what := args[0]
+	teamRef := c.flags.String("team", "", "team name or id")
+	if err := c.parse(args[1:]); err != nil {
+		return err
+	}
+	if what == "teams" {
+		teams, err := c.st.Teams(ctx)
+		if err != nil {
+			return err
+		}
+		return c.print(teams, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tNAME\tCREATED")
+			for _, t := range teams {
+				fmt.Fprintf(w, "%d\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.UTC().Format(time.DateTime))
+			}
+		})
+	}
+	if *teamRef == "" {
+		return usagef("admin list %s: --team is required", what)
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	switch what {
+	case "members":
+		members, err := c.st.Members(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		return c.print(members, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tEMAIL\tROLE\tSTATUS")
+			for _, m := range members {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.Status)
+			}
+		})
+	case "keys":
+		keys, err := c.st.Keys(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		return c.print(keys, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tMEMBER\tNAME\tSTATE\tCREATED")
+			for _, k := range keys {
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", k.ID, k.MemberID, k.Name, k.State(time.Now()), k.CreatedAt.UTC().Format(time.DateTime))
+			}
+		})
+	case "routes":
+		routes, err := c.st.Routes(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		return c.print(routes, func(w io.Writer) {
+			fmt.Fprintln(w, "ID\tPREFIX\tUPSTREAM\tDIALECT\tCREDENTIAL")
+			for _, r := range routes {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.UpstreamURL, r.Dialect, credentialSummary(r, c.env.Getenv))
+			}
+		})
+	}
+	return usagef("admin list: cannot list %q: use teams, members, keys or routes", what)
+}
+
+// credentialSummary says whether a route's credential is configured, never what it is.
+func credentialSummary(r store.Route, getenv func(string) string) string {
+	if r.CredentialHeader == "" {
+		return "none"
+	}
+	if getenv(r.CredentialEnv) == "" {
+		return r.CredentialHeader + " from $" + r.CredentialEnv + " (unset here)"
+	}
+	return r.CredentialHeader + " from $" + r.CredentialEnv + " (set)"
+}
+
+func audit(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	limit := c.flags.Int("limit", 50, "how many entries")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > 10000 {
+		return usagef("admin audit: --limit must be from 1 to 10000")
+	}
+	var teamID *int64
+	if *teamRef != "" {
+		t, err := c.team(ctx, *teamRef)
+		if err != nil {
+			return err
+		}
+		teamID = &t.ID
+	}
+	entries, err := c.st.Audit(ctx, teamID, int32(*limit))
+	if err != nil {
+		return err
+	}
+	return c.print(entries, func(w io.Writer) {
+		fmt.Fprintln(w, "AT\tACTOR\tACTION\tTARGET")
+		for _, e := range entries {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.DateTime), e.Actor, e.Action, e.Target)
+		}
+	})
+}

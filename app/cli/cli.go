@@ -1,0 +1,196 @@
+// Package cli is the tollgate command: serve, dev, migrate, admin and version.
+// Every admin verb calls the same store functions the console calls.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tollgate/tollgate/app"
+	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/migrations"
+)
+
+// Env is what a command runs with: arguments aside, all its inputs and outputs,
+// so tests run commands in parallel without touching the process.
+type Env struct {
+	Getenv         func(string) string
+	Stdout, Stderr io.Writer
+	// Listen opens the public listener; tests pass one on a free port.
+	Listen func(addr string) (net.Listener, error)
+	// Ready, when set, is called once the server accepts requests.
+	Ready func(publicURL string)
+}
+
+// UsageError is a mistake in the command line; main exits 2 for it.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &UsageError{msg: fmt.Sprintf(format, args...)} }
+
+const usage = `usage: tollgate <command>
+  serve              run the gateway (applies migrations first)
+  dev                run the gateway with a ready-to-use local team (make run)
+  migrate            create the database if missing and apply migrations
+  admin <verb> ...   manage teams, members, routes and keys (tollgate admin help)
+  version            print the version`
+
+// Run executes one command line (args without the program name).
+func Run(ctx context.Context, args []string, env Env) error {
+	if env.Listen == nil {
+		env.Listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	if len(args) == 0 {
+		return usagef("%s", usage)
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], env)
+	case "dev":
+		return dev(ctx, args[1:], env)
+	case "migrate":
+		return migrate(ctx, env)
+	case "admin":
+		return admin(ctx, args[1:], env)
+	case "version":
+		fmt.Fprintln(env.Stdout, "tollgate", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(env.Stdout, usage)
+		return nil
+	}
+	return usagef("unknown command %q\n%s", args[0], usage)
+}
+
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
+}
+
+func serve(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("serve")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(env.Getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	log := newLogger(cfg, env.Stderr)
+	a, err := app.New(ctx, cfg, env.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return listenAndServe(ctx, a, cfg, env, log)
+}
+
+func listenAndServe(ctx context.Context, a *app.App, cfg config.Config, env Env, log *slog.Logger) error {
+	ln, err := env.Listen(cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (LISTEN_ADDR): %w", cfg.ListenAddr, err)
+	}
+	log.Info("tollgate serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
+	if env.Ready != nil {
+		env.Ready("http://" + ln.Addr().String())
+	}
+	return a.Serve(ctx, ln)
+}
+
+func migrate(ctx context.Context, env Env) error {
+	cfg, err := config.Load(env.Getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	v, err := migrations.Version(ctx, pool)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "database is at migration %d\n", v)
+	return nil
+}
+
+// openPool creates the database if needed and brings its schema up to date, so
+// every command works on a fresh machine.
+func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	if err := migrations.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database (DATABASE_URL): %w", err)
+	}
+	if err := migrations.Apply(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usagef("%s: flags:%s", fs.Name(), flagList(fs))
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func flagList(fs *flag.FlagSet) string {
+	var s string
+	fs.VisitAll(func(f *flag.Flag) { s += fmt.Sprintf("\n  --%s\t%s", f.Name, f.Usage) })
+	return s
+}
+
+// Main runs the command line of the real process and returns its exit code.
+func Main(ctx context.Context) int {
+	err := Run(ctx, os.Args[1:], Env{Getenv: os.Getenv, Stdout: os.Stdout, Stderr: os.Stderr})
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "tollgate:", describe(err))
+	if _, ok := errors.AsType[*UsageError](err); ok {
+		return 2
+	}
+	return 1
+}
+
+// describe turns store errors into the one line a person needs.
+func describe(err error) string {
+	if v, ok := errors.AsType[*store.ValidationError](err); ok {
+		return v.Message
+	}
+	return err.Error()
+}

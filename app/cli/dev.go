@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tollgate/tollgate/app"
+	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+)
+
+// mockCredentialEnv names the credential the dev gateway injects towards the
+// built-in mock provider; the mock insists on it, so injection is exercised.
+const mockCredentialEnv = "TOLLGATE_MOCK_API_KEY"
+
+// dev is `make run`: the gateway plus a local team ready for an SDK call. Without
+// ANTHROPIC_API_KEY / OPENAI_API_KEY the routes point at a built-in mock
+// provider, so a newcomer gets a working call with no account at all.
+func dev(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("dev")
+	teamName := fs.String("team", "local", "team to set up")
+	email := fs.String("email", "owner@localhost.localdomain", "the local owner's email")
+	mockAddr := fs.String("mock-addr", "127.0.0.1:9999", "where the mock provider listens")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(env.Getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	log := newLogger(cfg, env.Stderr)
+
+	getenv := env.Getenv
+	upstreams := map[string]string{"anthropic": "", "openai": ""} // "" = the real provider
+	credentialEnvs := map[string]string{}
+	if getenv("ANTHROPIC_API_KEY") == "" || getenv("OPENAI_API_KEY") == "" {
+		mockKey := randomToken()
+		mockURL, stop, err := startMock(*mockAddr, mockKey)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		for preset, envName := range map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"} {
+			if getenv(envName) == "" {
+				upstreams[preset] = mockURL
+				credentialEnvs[preset] = mockCredentialEnv
+			}
+		}
+		getenv = func(name string) string {
+			if name == mockCredentialEnv {
+				return mockKey
+			}
+			return env.Getenv(name)
+		}
+	}
+
+	a, err := app.New(ctx, cfg, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	plaintext, err := setUpLocalTeam(ctx, a.Store, *teamName, *email, upstreams, credentialEnvs)
+	if err != nil {
+		return err
+	}
+	if err := a.Snapshots.Reload(ctx); err != nil {
+		return err
+	}
+	ready := env.Ready
+	env.Ready = func(publicURL string) {
+		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, upstreams)
+		if ready != nil {
+			ready(publicURL)
+		}
+	}
+	return listenAndServe(ctx, a, cfg, env, log)
+}
+
+// setUpLocalTeam creates the team, its owner and the two preset routes on the
+// first run, and issues a fresh key on every run (the previous one was printed
+// once and may be lost).
+func setUpLocalTeam(ctx context.Context, st *store.Store, teamName, email string, upstreams, credentialEnvs map[string]string) (string, error) {
+	team, err := st.FindTeam(ctx, teamName)
+	if errors.Is(err, store.ErrNotFound) {
+		team, err = st.CreateTeam(ctx, store.ActorCLI, teamName)
+		if err != nil {
+			return "", err
+		}
+		if _, err := st.AddMember(ctx, store.ActorCLI, team.ID, email, store.RoleOwner); err != nil {
+			return "", err
+		}
+		for _, preset := range []string{"anthropic", "openai"} {
+			spec := store.RouteSpec{TeamID: team.ID, Preset: preset, UpstreamURL: upstreams[preset], CredentialEnv: credentialEnvs[preset]}
+			if _, err := st.AddRoute(ctx, store.ActorCLI, spec); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	owner, err := st.FindMember(ctx, team.ID, email)
+	if err != nil {
+		return "", fmt.Errorf("the %s team has no member %s: %w", teamName, email, err)
+	}
+	k, err := st.IssueKey(ctx, store.ActorCLI, team.ID, owner.ID, "make run "+time.Now().UTC().Format(time.DateTime))
+	if err != nil {
+		return "", err
+	}
+	return k.Plaintext, nil
+}
+
+func startMock(addr, key string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("start the mock provider on %s (is another make run going?): %w", addr, err)
+	}
+	srv := &http.Server{Handler: mock.New(mock.Options{AnthropicKey: key, OpenAIKey: key, EventInterval: 20 * time.Millisecond}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+func printNextSteps(env Env, publicURL, team, email, key string, upstreams map[string]string) {
+	upstream := "the real Anthropic and OpenAI APIs"
+	if upstreams["anthropic"] != "" || upstreams["openai"] != "" {
+		upstream = "a built-in mock provider (set ANTHROPIC_API_KEY / OPENAI_API_KEY before the first make run to use the real ones)"
+	}
+	fmt.Fprintf(env.Stdout, `
+tollgate is running at %[1]s for team %[2]q, forwarding to %[3]s.
+
+Your key for %[4]s (shown once; every make run issues a new one):
+  export TOLLGATE_KEY=%[5]s
+
+Try it:
+  curl -s %[1]s/anthropic/v1/messages -H "x-api-key: $TOLLGATE_KEY" -H "anthropic-version: 2023-06-01" \
+    -H "content-type: application/json" \
+    -d '{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}'
+
+Or from an SDK, changing nothing but the base URL and key:
+  anthropic.Anthropic(base_url="%[1]s/anthropic", api_key=os.environ["TOLLGATE_KEY"])
+  OpenAI(base_url="%[1]s/openai/v1", api_key=os.environ["TOLLGATE_KEY"])
+
+Next: add a teammate and give them a key:
+  go run ./cmd/tollgate admin add-member --team %[2]s --email alice@example.com
+  go run ./cmd/tollgate admin issue-key --team %[2]s --member alice@example.com
+Press Ctrl-C to stop.
+`, publicURL, team, upstream, email, key)
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

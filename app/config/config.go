@@ -1,0 +1,147 @@
+// Package config reads and validates the gateway's environment once at start.
+// The Config is passed down; nothing reads the environment later except the
+// proxy's provider credentials, which are looked up by name per route.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of a gateway process.
+type Config struct {
+	// DatabaseURL is the Postgres connection string. DATABASE_URL, default
+	// postgres://postgres@127.0.0.1:5432/tollgate?sslmode=disable.
+	DatabaseURL string
+	// ListenAddr is the public listener. LISTEN_ADDR, default :$PORT when PORT is
+	// set (Fly, Render, Cloud Run), else 127.0.0.1:8080.
+	ListenAddr string
+	// PublicURL is how callers reach the gateway, used in printed instructions.
+	// PUBLIC_URL, default http://<ListenAddr>.
+	PublicURL string
+	// ConfigPollInterval is the backstop reload of the config snapshot when a
+	// change notification is missed. CONFIG_POLL_INTERVAL, default 30s.
+	ConfigPollInterval time.Duration
+	// KeyRotationGrace is how long a rotated key keeps working. KEY_ROTATION_GRACE, default 24h.
+	KeyRotationGrace time.Duration
+	// MaxRequestBodyBytes bounds a request body on the wire. MAX_REQUEST_BODY_BYTES, default 8388608.
+	MaxRequestBodyBytes int64
+	// MaxRequestHeaderBytes bounds a request's headers. MAX_REQUEST_HEADER_BYTES, default 65536.
+	MaxRequestHeaderBytes int
+	// UpstreamFirstByteTimeout bounds the wait for an upstream's response headers.
+	// UPSTREAM_FIRST_BYTE_TIMEOUT, default 10m.
+	UpstreamFirstByteTimeout time.Duration
+	// StreamIdleTimeout ends a response when the upstream sends nothing for this
+	// long. STREAM_IDLE_TIMEOUT, default 2m.
+	StreamIdleTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+	// SHUTDOWN_TIMEOUT, default 30s.
+	ShutdownTimeout time.Duration
+	// LogLevel is debug, info, warn or error. LOG_LEVEL, default info.
+	LogLevel slog.Level
+}
+
+// Load reads the environment through getenv and validates it, reporting every
+// problem at once, each naming its variable and what would be valid.
+func Load(getenv func(string) string) (Config, error) {
+	p := parser{getenv: getenv}
+	c := Config{
+		DatabaseURL:              p.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tollgate?sslmode=disable"),
+		ListenAddr:               p.str("LISTEN_ADDR", defaultListenAddr(getenv)),
+		ConfigPollInterval:       p.duration("CONFIG_POLL_INTERVAL", 30*time.Second, time.Second),
+		KeyRotationGrace:         p.duration("KEY_ROTATION_GRACE", 24*time.Hour, 0),
+		MaxRequestBodyBytes:      p.int64("MAX_REQUEST_BODY_BYTES", 8<<20, 1024),
+		MaxRequestHeaderBytes:    int(p.int64("MAX_REQUEST_HEADER_BYTES", 64<<10, 4096)),
+		UpstreamFirstByteTimeout: p.duration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
+		StreamIdleTimeout:        p.duration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
+		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),
+	}
+	c.PublicURL = p.str("PUBLIC_URL", "http://"+hostForURL(c.ListenAddr))
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		p.fail("DATABASE_URL", "must be a postgres:// URL")
+	}
+	if _, port, err := net.SplitHostPort(c.ListenAddr); err != nil || !validPort(port) {
+		p.fail("LISTEN_ADDR", "must be host:port or :port with a port from 1 to 65535, not %q", c.ListenAddr)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail("PUBLIC_URL", "must be an http:// or https:// URL, not %q", c.PublicURL)
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(p.str("LOG_LEVEL", "info"))); err != nil {
+		p.fail("LOG_LEVEL", "must be debug, info, warn or error")
+	}
+	if len(p.errs) > 0 {
+		return Config{}, errors.Join(p.errs...)
+	}
+	return c, nil
+}
+
+func defaultListenAddr(getenv func(string) string) string {
+	if port := getenv("PORT"); port != "" {
+		return ":" + port
+	}
+	return "127.0.0.1:8080"
+}
+
+func hostForURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) fail(name, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (p *parser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) duration(name string, def, min time.Duration) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < min {
+		p.fail(name, "must be a duration such as 30s or 5m, at least %s, not %q", min, v)
+		return def
+	}
+	return d
+}
+
+func (p *parser) int64(name string, def, min int64) int64 {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min {
+		p.fail(name, "must be a whole number of at least %d, not %q", min, v)
+		return def
+	}
+	return n
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/app/db"
+)
+
+// Roles and statuses of a member.
+const (
+	RoleOwner      = "owner"
+	RoleMember     = "member"
+	StatusActive   = "active"
+	StatusDisabled = "disabled"
+)
+
+// Member is a person in a team.
+type Member struct {
+	ID        int64     `json:"id"`
+	TeamID    int64     `json:"team_id"`
+	Email     string    `json:"email"`
+	Role      string    `json:"role"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func memberFrom(m db.Member) Member {
+	return Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt}
+}
+
+// AddMember adds a person to a team.
+func (s *Store) AddMember(ctx context.Context, actor Actor, teamID int64, email, role string) (Member, error) {
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != email {
+		return Member{}, invalid("email", "%q is not an email address", email)
+	}
+	email = strings.ToLower(email)
+	if role != RoleOwner && role != RoleMember {
+		return Member{}, invalid("role", "role must be owner or member, not %q", role)
+	}
+	var m Member
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.MemberCreate(ctx, tx, db.MemberCreateParams{TeamID: teamID, Email: email, Role: role})
+		if err != nil {
+			return mapErr(err)
+		}
+		m = memberFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.add", target: email, after: m})
+	})
+	if err != nil {
+		return Member{}, fmt.Errorf("store: add member %s: %w", email, err)
+	}
+	return m, nil
+}
+
+// FindMember resolves a member of a team by email or numeric id.
+func (s *Store) FindMember(ctx context.Context, teamID int64, ref string) (Member, error) {
+	var (
+		row db.Member
+		err error
+	)
+	if id, convErr := strconv.ParseInt(ref, 10, 64); convErr == nil {
+		row, err = s.q.MemberGetByID(ctx, s.pool, db.MemberGetByIDParams{TeamID: teamID, ID: id})
+	} else {
+		row, err = s.q.MemberGetByEmail(ctx, s.pool, db.MemberGetByEmailParams{TeamID: teamID, Email: strings.ToLower(ref)})
+	}
+	if err != nil {
+		return Member{}, fmt.Errorf("store: member %q: %w", ref, mapErr(err))
+	}
+	return memberFrom(row), nil
+}
+
+// Members lists a team's members.
+func (s *Store) Members(ctx context.Context, teamID int64) ([]Member, error) {
+	rows, err := s.q.MemberList(ctx, s.pool, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list members: %w", err)
+	}
+	members := make([]Member, len(rows))
+	for i, r := range rows {
+		members[i] = memberFrom(r)
+	}
+	return members, nil
+}
+
+// SetMemberStatus cuts a member off (disabled) or restores them (active). Every
+// replica refuses a disabled member's keys once it reloads its snapshot.
+func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, memberID int64, status string) (Member, error) {
+	if status != StatusActive && status != StatusDisabled {
+		return Member{}, invalid("status", "status must be active or disabled, not %q", status)
+	}
+	var m Member
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		before, err := s.q.MemberGetByID(ctx, tx, db.MemberGetByIDParams{TeamID: teamID, ID: memberID})
+		if err != nil {
+			return mapErr(err)
+		}
+		row, err := s.q.MemberSetStatus(ctx, tx, db.MemberSetStatusParams{TeamID: teamID, ID: memberID, Status: status})
+		if err != nil {
+			return mapErr(err)
+		}
+		m = memberFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.status", target: m.Email,
+			before: map[string]string{"status": before.Status}, after: map[string]string{"status": status}})
+	})
+	if err != nil {
+		return Member{}, fmt.Errorf("store: set member %d status: %w", memberID, err)
+	}
+	return m, nil
+}

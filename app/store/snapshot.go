@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/proxy"
+)
+
+// Snapshot reads everything the data path needs in one consistent read, so a
+// replica never sees a key without its member or a half-applied change.
+func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot, error) {
+	var snap *proxy.Snapshot
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var now time.Time
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return err
+		}
+		keyRows, err := s.q.APIKeyListLive(ctx, tx)
+		if err != nil {
+			return err
+		}
+		memberRows, err := s.q.MemberListAll(ctx, tx)
+		if err != nil {
+			return err
+		}
+		routeRows, err := s.q.RouteListAll(ctx, tx)
+		if err != nil {
+			return err
+		}
+		keys := make([]proxy.Key, 0, len(keyRows))
+		for _, k := range keyRows {
+			pk := proxy.Key{ID: k.ID, TeamID: k.TeamID, MemberID: k.MemberID, Revoked: k.RevokedAt != nil}
+			copy(pk.SecretHash[:], k.SecretHash)
+			if k.ExpiresAt != nil {
+				pk.ExpiresAt = *k.ExpiresAt
+			}
+			keys = append(keys, pk)
+		}
+		members := make([]proxy.Member, len(memberRows))
+		for i, m := range memberRows {
+			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive}
+		}
+		routes := make([]proxy.Route, 0, len(routeRows))
+		for _, r := range routeRows {
+			up, err := url.Parse(r.UpstreamUrl)
+			if err != nil {
+				// Saved routes were validated; one that no longer parses is skipped, not fatal.
+				log.Error("route skipped: upstream URL does not parse", "route_id", r.ID, "prefix", r.Prefix)
+				continue
+			}
+			routes = append(routes, proxy.Route{ID: r.ID, TeamID: r.TeamID, Prefix: r.Prefix, Upstream: up,
+				Dialect: proxy.Dialect(r.Dialect), CredentialHeader: r.CredentialHeader, CredentialEnv: r.CredentialEnv,
+				CredentialFormat: r.CredentialFormat, FailOpen: r.FailMode == "open"})
+		}
+		snap = proxy.NewSnapshot(keys, members, routes, now)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: load snapshot: %w", err)
+	}
+	return snap, nil
+}

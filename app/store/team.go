@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/app/db"
+)
+
+// Team is a group sharing one provider account.
+type Team struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func teamFrom(t db.Team) Team { return Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt} }
+
+var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// CreateTeam creates a team.
+func (s *Store) CreateTeam(ctx context.Context, actor Actor, name string) (Team, error) {
+	if !teamName.MatchString(name) {
+		return Team{}, invalid("name", "team name %q must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit", name)
+	}
+	var team Team
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.TeamCreate(ctx, tx, name)
+		if err != nil {
+			return mapErr(err)
+		}
+		team = teamFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: "team.create", target: name, after: team})
+	})
+	if err != nil {
+		return Team{}, fmt.Errorf("store: create team %q: %w", name, err)
+	}
+	return team, nil
+}
+
+// FindTeam resolves a team by name or numeric id.
+func (s *Store) FindTeam(ctx context.Context, ref string) (Team, error) {
+	var (
+		row db.Team
+		err error
+	)
+	if id, convErr := strconv.ParseInt(ref, 10, 64); convErr == nil {
+		row, err = s.q.TeamGetByID(ctx, s.pool, id)
+	} else {
+		row, err = s.q.TeamGetByName(ctx, s.pool, ref)
+	}
+	if err != nil {
+		return Team{}, fmt.Errorf("store: team %q: %w", ref, mapErr(err))
+	}
+	return teamFrom(row), nil
+}
+
+// Teams lists every team.
+func (s *Store) Teams(ctx context.Context) ([]Team, error) {
+	rows, err := s.q.TeamList(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("store: list teams: %w", err)
+	}
+	teams := make([]Team, len(rows))
+	for i, r := range rows {
+		teams[i] = teamFrom(r)
+	}
+	return teams, nil
+}

@@ -1,0 +1,283 @@
+// Package proxy is tollgate's data path: authenticate a member key, resolve the
+// team's route, bound the request, inject the provider credential and stream the
+// upstream's answer back.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configure a Gateway. Zero durations and sizes take the defaults noted.
+type Options struct {
+	Snapshots Source
+	// Getenv reads provider credentials; injected so tests never touch the process
+	// environment. Defaults to os.Getenv via the caller.
+	Getenv func(string) string
+	Logger *slog.Logger
+	// MaxBodyBytes bounds the request body on the wire (default 8 MiB).
+	MaxBodyBytes int64
+	// MaxHeaderBytes bounds the request headers (default 64 KiB); larger gets a
+	// provider-shaped 431 instead of Go's plain-text one.
+	MaxHeaderBytes int
+	// StreamIdleTimeout ends a response whose upstream sends nothing for this long
+	// (default 2m). There is deliberately no whole-request timeout: a healthy
+	// stream may run for many minutes.
+	StreamIdleTimeout time.Duration
+	// Transport carries upstream requests (default NewTransport(TransportOptions{})).
+	Transport http.RoundTripper
+	// Now is the clock for key expiry (default time.Now).
+	Now func() time.Time
+}
+
+// Gateway is the http.Handler for every provider route.
+type Gateway struct {
+	opts  Options
+	proxy *httputil.ReverseProxy
+}
+
+// New builds a Gateway.
+func New(opts Options) *Gateway {
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = 8 << 20
+	}
+	if opts.MaxHeaderBytes == 0 {
+		opts.MaxHeaderBytes = 64 << 10
+	}
+	if opts.StreamIdleTimeout == 0 {
+		opts.StreamIdleTimeout = 2 * time.Minute
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport(TransportOptions{})
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{opts: opts}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:        rewrite,
+		Transport:      opts.Transport,
+		ModifyResponse: g.modifyResponse,
+		ErrorHandler:   g.upstreamError,
+		ErrorLog:       slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+	}
+	return g
+}
+
+// RequestIDHeader carries the gateway's own id for each request back to the caller.
+const RequestIDHeader = "X-Tollgate-Request-Id"
+
+// target is what the gateway decided for one request; Rewrite and ModifyResponse
+// read it from the request context.
+type target struct {
+	requestID  string
+	route      Route
+	rest       string // escaped path below the route prefix
+	credential string
+	cancel     context.CancelCauseFunc
+}
+
+type targetKey struct{}
+
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	requestID := newRequestID()
+	w.Header().Set(RequestIDHeader, requestID)
+	dialect := guessDialect(r)
+	log := g.opts.Logger.With("request_id", requestID)
+
+	if err := checkRequestShape(r, g.opts.MaxHeaderBytes); err != nil {
+		WriteError(w, dialect, err)
+		return
+	}
+	snap := g.opts.Snapshots.Current()
+	key, err := g.authenticate(r, snap)
+	if err != nil {
+		log.Info("request refused", "reason", err.Message, "status", err.status())
+		WriteError(w, dialect, err)
+		return
+	}
+	route, rest, ok := snap.MatchRoute(key.TeamID, r.URL.EscapedPath())
+	if !ok {
+		WriteError(w, dialect, &Error{Kind: KindNotFound, Message: "no route for " + r.URL.EscapedPath() + " on this gateway for your team"})
+		return
+	}
+	dialect = route.Dialect
+	credential := ""
+	if route.CredentialHeader != "" {
+		secret := g.opts.Getenv(route.CredentialEnv)
+		if secret == "" {
+			log.Error("provider credential missing", "route", route.Prefix, "env", route.CredentialEnv)
+			WriteError(w, dialect, &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + route.CredentialEnv})
+			return
+		}
+		credential = strings.Replace(route.CredentialFormat, "{}", secret, 1)
+	}
+	if err := g.readBody(w, r); err != nil {
+		WriteError(w, dialect, err)
+		return
+	}
+	if !key.ExpiresAt.IsZero() {
+		// RFC 9745 Deprecation and RFC 8594 Sunset: the key was rotated and stops
+		// working at the end of its grace window.
+		w.Header().Set("Deprecation", "true")
+		w.Header().Set("Sunset", key.ExpiresAt.UTC().Format(http.TimeFormat))
+	}
+
+	// Reading the whole body first already avoids the ReverseProxy truncation of
+	// streamed POSTs (golang/go#40747); full duplex keeps it so if bodies ever stream.
+	http.NewResponseController(w).EnableFullDuplex()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	t := &target{requestID: requestID, route: route, rest: rest, credential: credential, cancel: cancel}
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, t)))
+}
+
+// checkRequestShape refuses what must never be forwarded whatever the key.
+func checkRequestShape(r *http.Request, maxHeaderBytes int) *Error {
+	size := len(r.Method) + len(r.RequestURI)
+	for name, values := range r.Header {
+		for _, v := range values {
+			size += len(name) + len(v) + 4
+		}
+	}
+	if size > maxHeaderBytes {
+		return &Error{Kind: KindTooLarge, Status: http.StatusRequestHeaderFieldsTooLarge, Message: "request headers exceed " + strconv.Itoa(maxHeaderBytes) + " bytes"}
+	}
+	if hasDotSegment(r.URL.EscapedPath()) {
+		return &Error{Kind: KindInvalidRequest, Message: "request path must not contain . or .. segments"}
+	}
+	if r.Header.Get("Upgrade") != "" {
+		return &Error{Kind: KindInvalidRequest, Message: "protocol upgrades are not supported through the gateway"}
+	}
+	return nil
+}
+
+// hasDotSegment finds "." and ".." segments, percent-encoded ones included, which
+// an upstream or an intermediary could resolve into another route's path.
+func hasDotSegment(escapedPath string) bool {
+	for _, seg := range strings.Split(escapedPath, "/") {
+		s := strings.ReplaceAll(strings.ToLower(seg), "%2e", ".")
+		if s == "." || s == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// readBody reads the bounded body so it is forwarded with a known length and can
+// be inspected before anything goes upstream.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	tooLarge := &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(g.opts.MaxBodyBytes, 10) + " bytes"}
+	if r.ContentLength > g.opts.MaxBodyBytes {
+		return tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return tooLarge
+		}
+		return &Error{Kind: KindInvalidRequest, Message: "could not read the request body"}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Del("Transfer-Encoding")
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
+}
+
+// Headers that may carry a caller's credential; none of them goes upstream.
+var callerCredentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
+
+func rewrite(pr *httputil.ProxyRequest) {
+	t := pr.In.Context().Value(targetKey{}).(*target)
+	up := t.route.Upstream
+	out := pr.Out
+	out.URL.Scheme = up.Scheme
+	out.URL.Host = up.Host
+	rawPath := strings.TrimSuffix(up.EscapedPath(), "/") + t.rest
+	if rawPath == "" {
+		rawPath = "/"
+	}
+	// Forward the path exactly as received: setting RawPath alongside its decoded
+	// form keeps %2F and %20 as the caller wrote them.
+	out.URL.RawPath = rawPath
+	out.URL.Path, _ = url.PathUnescape(rawPath)
+	out.URL.RawQuery = pr.In.URL.RawQuery
+	out.Host = ""
+	for _, h := range callerCredentialHeaders {
+		out.Header.Del(h)
+	}
+	if t.route.CredentialHeader != "" {
+		out.Header.Set(t.route.CredentialHeader, t.credential)
+	}
+}
+
+func (g *Gateway) modifyResponse(resp *http.Response) error {
+	t := resp.Request.Context().Value(targetKey{}).(*target)
+	// An upstream that reflects request headers must not hand the credential back.
+	if t.credential != "" {
+		for name, values := range resp.Header {
+			for _, v := range values {
+				if strings.Contains(v, t.credential) {
+					resp.Header.Del(name)
+				}
+			}
+		}
+	}
+	resp.Body = newIdleBody(resp.Body, g.opts.StreamIdleTimeout, t.cancel)
+	return nil
+}
+
+var errStreamIdle = errors.New("upstream sent nothing within the stream idle timeout")
+
+func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	t := r.Context().Value(targetKey{}).(*target)
+	log := g.opts.Logger.With("request_id", t.requestID, "route", t.route.Prefix)
+	if r.Context().Err() != nil && context.Cause(r.Context()) != errStreamIdle {
+		log.Info("client went away before the upstream answered")
+		return
+	}
+	var e *Error
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrForbiddenAddress):
+		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}
+	case errors.Is(err, errStreamIdle), errors.As(err, &netErr) && netErr.Timeout():
+		e = &Error{Kind: KindTimeout, Message: "the upstream did not answer in time"}
+	default:
+		e = &Error{Kind: KindUpstream, Message: "the upstream could not be reached"}
+	}
+	log.Warn("upstream request failed", "err", redact(err.Error(), t.credential))
+	WriteError(w, t.route.Dialect, e)
+}
+
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[redacted]")
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "req_" + hex.EncodeToString(b)
+}

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Snapshot is an immutable view of the config the data path needs: keys, members
+// and routes. Replicas swap a whole new Snapshot in atomically; nothing in it is
+// ever modified after NewSnapshot returns.
+type Snapshot struct {
+	keys     map[string]Key
+	members  map[int64]Member
+	routes   map[int64][]Route // by team, longest prefix first
+	LoadedAt time.Time
+}
+
+// Key is a member key as the gateway sees it: never the plaintext.
+type Key struct {
+	ID         string
+	TeamID     int64
+	MemberID   int64
+	SecretHash [32]byte
+	ExpiresAt  time.Time // zero: no expiry; set by rotation (the grace window's end)
+	Revoked    bool
+}
+
+// Member is the part of a member the data path checks.
+type Member struct {
+	ID       int64
+	TeamID   int64
+	Disabled bool
+}
+
+// Dialect is the provider protocol a route speaks; it picks the error shape.
+type Dialect string
+
+// The dialects a route can speak.
+const (
+	DialectAnthropic Dialect = "anthropic"
+	DialectOpenAI    Dialect = "openai"
+	DialectGeneric   Dialect = "generic"
+)
+
+// Route maps a path prefix of one team to an upstream.
+type Route struct {
+	ID               int64
+	TeamID           int64
+	Prefix           string // "/anthropic": matched on whole path segments
+	Upstream         *url.URL
+	Dialect          Dialect
+	CredentialHeader string // header to inject, e.g. x-api-key; "" injects nothing
+	CredentialEnv    string // gateway environment variable holding the credential
+	CredentialFormat string // e.g. "Bearer {}"
+	FailOpen         bool
+}
+
+// NewSnapshot indexes keys, members and routes.
+func NewSnapshot(keys []Key, members []Member, routes []Route, loadedAt time.Time) *Snapshot {
+	s := &Snapshot{
+		keys:     make(map[string]Key, len(keys)),
+		members:  make(map[int64]Member, len(members)),
+		routes:   make(map[int64][]Route),
+		LoadedAt: loadedAt,
+	}
+	for _, k := range keys {
+		s.keys[k.ID] = k
+	}
+	for _, m := range members {
+		s.members[m.ID] = m
+	}
+	for _, r := range routes {
+		s.routes[r.TeamID] = append(s.routes[r.TeamID], r)
+	}
+	for _, rs := range s.routes {
+		sort.Slice(rs, func(i, j int) bool { return len(rs[i].Prefix) > len(rs[j].Prefix) })
+	}
+	return s
+}
+
+// Key returns the key with the given id.
+func (s *Snapshot) Key(id string) (Key, bool) {
+	k, ok := s.keys[id]
+	return k, ok
+}
+
+// Member returns the member with the given id.
+func (s *Snapshot) Member(id int64) (Member, bool) {
+	m, ok := s.members[id]
+	return m, ok
+}
+
+// MatchRoute finds the team's route with the longest prefix that covers
+// escapedPath on a segment boundary, and returns the rest of the path (still
+// escaped, starting with "/" or empty). Matching the escaped form means an
+// encoded "/" (%2F) never splits a segment.
+func (s *Snapshot) MatchRoute(teamID int64, escapedPath string) (Route, string, bool) {
+	for _, r := range s.routes[teamID] {
+		rest, ok := strings.CutPrefix(escapedPath, r.Prefix)
+		if ok && (rest == "" || rest[0] == '/') {
+			return r, rest, true
+		}
+	}
+	return Route{}, "", false
+}
+
+// Source hands out the current snapshot; implementations swap it atomically.
+type Source interface {
+	Current() *Snapshot
+}

@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// TransportOptions tune the upstream connection pool.
+type TransportOptions struct {
+	// FirstByteTimeout bounds the wait for the upstream's response headers
+	// (default 10m: a non-streamed completion sends its headers only when done).
+	FirstByteTimeout time.Duration
+	// MaxIdleConnsPerHost keeps warm connections to each upstream (default 256).
+	MaxIdleConnsPerHost int
+}
+
+// NewTransport returns the upstream transport: pooled keep-alive connections, no
+// proxy from the environment (it would bypass the dial check), and every dial
+// checked against ForbiddenAddr.
+func NewTransport(o TransportOptions) *http.Transport {
+	if o.FirstByteTimeout == 0 {
+		o.FirstByteTimeout = 10 * time.Minute
+	}
+	if o.MaxIdleConnsPerHost == 0 {
+		o.MaxIdleConnsPerHost = 256
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl}
+	return &http.Transport{
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: o.FirstByteTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// idleBody cancels the upstream request when no bytes arrive for the idle
+// timeout, so a stalled stream ends instead of holding resources forever, while a
+// stream that keeps sending may last as long as it likes.
+type idleBody struct {
+	io.ReadCloser
+	timeout time.Duration
+	timer   *time.Timer
+	once    sync.Once
+}
+
+func newIdleBody(body io.ReadCloser, timeout time.Duration, cancel context.CancelCauseFunc) io.ReadCloser {
+	b := &idleBody{ReadCloser: body, timeout: timeout}
+	b.timer = time.AfterFunc(timeout, func() { cancel(errStreamIdle) })
+	return b
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.timeout)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.once.Do(func() { b.timer.Stop() })
+	return b.ReadCloser.Close()
+}

@@ -1,0 +1,34 @@
+-- name: APIKeyCreate :one
+INSERT INTO api_key (id, team_id, member_id, name, secret_hash)
+VALUES (@id, @team_id, @member_id, @name, @secret_hash)
+RETURNING *;
+
+-- name: APIKeyGetByID :one
+SELECT * FROM api_key WHERE team_id = @team_id AND id = @id;
+
+-- name: APIKeyListByTeam :many
+SELECT * FROM api_key WHERE team_id = @team_id ORDER BY created_at, id;
+
+-- name: APIKeyExpire :one
+-- Starts a rotated key's grace window; a key already expiring keeps the earlier end.
+UPDATE api_key
+SET expires_at = least(coalesce(expires_at, @expires_at::timestamptz), @expires_at::timestamptz),
+    replaced_by = @replaced_by
+WHERE team_id = @team_id AND id = @id AND revoked_at IS NULL
+RETURNING *;
+
+-- name: APIKeyRevoke :one
+UPDATE api_key SET revoked_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE team_id = @team_id AND id = @id AND revoked_at IS NULL
+RETURNING *;
+
+-- name: APIKeyListLive :many
+-- For the config snapshot: every key that can still authenticate, plus keys revoked
+-- recently so their owners get a clear "revoked" message instead of "invalid".
+SELECT id, team_id, member_id, secret_hash, expires_at, revoked_at
+FROM api_key
+WHERE revoked_at IS NULL OR revoked_at > now() - interval '30 days';
+
+-- name: APIKeyFind :one
+-- Operator lookup by the globally unique key id (CLI only; the console always scopes by team).
+SELECT * FROM api_key WHERE id = @id;
