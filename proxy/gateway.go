@@ -119,7 +119,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dialect = route.Dialect
 	credential := ""
 	if route.CredentialHeader != "" {
-		secret := g.opts.Getenv(route.CredentialEnv)
+		secret := ""
+		if CredentialEnvAllowed(route.CredentialEnv) {
+			secret = g.opts.Getenv(route.CredentialEnv)
+		}
 		if secret == "" {
 			log.Error("provider credential missing", "route", route.Prefix, "env", route.CredentialEnv)
 			WriteError(w, dialect, &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + route.CredentialEnv})

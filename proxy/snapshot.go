@@ -110,3 +110,24 @@ func (s *Snapshot) MatchRoute(teamID int64, escapedPath string) (Route, string, 
 type Source interface {
 	Current() *Snapshot
 }
+
+// CredentialEnvAllowed says which gateway environment variables a route may
+// inject upstream: the two well-known provider keys and any variable the operator
+// names TOLLGATE_CREDENTIAL_<NAME>. Anything else (DATABASE_URL, cloud tokens)
+// could be sent by a team owner to a host they control, so it is refused when a
+// route is saved and again at request time.
+func CredentialEnvAllowed(name string) bool {
+	if name == "ANTHROPIC_API_KEY" || name == "OPENAI_API_KEY" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, "TOLLGATE_CREDENTIAL_")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -12,3 +12,13 @@ DELETE FROM route WHERE team_id = @team_id AND id = @id RETURNING *;
 -- name: RouteListAll :many
 -- For the config snapshot.
 SELECT * FROM route;
+
+-- name: RouteGetByID :one
+SELECT * FROM route WHERE team_id = @team_id AND id = @id;
+
+-- name: RouteUpdate :one
+UPDATE route SET prefix = @prefix, upstream_url = @upstream_url, dialect = @dialect,
+    credential_header = @credential_header, credential_env = @credential_env,
+    credential_format = @credential_format, fail_mode = @fail_mode
+WHERE team_id = @team_id AND id = @id
+RETURNING *;

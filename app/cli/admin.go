@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/store"
 )
@@ -31,6 +33,8 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
+	ctx   context.Context
+	pool  *pgxpool.Pool
 	env   Env
 	cfg   config.Config
 	st    *store.Store
@@ -57,17 +61,14 @@ func admin(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
-	pool, err := openPool(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	cmd := &adminCmd{env: env, cfg: cfg, st: store.New(pool), flags: newFlagSet("admin " + args[0])}
+	cmd := &adminCmd{ctx: ctx, env: env, cfg: cfg, flags: newFlagSet("admin " + args[0])}
 	cmd.flags.BoolVar(&cmd.json, "json", false, "print JSON")
+	defer cmd.close()
 	return verb(ctx, cmd, args[1:])
 }
 
-// parse parses flags and checks the required ones were given.
+// parse parses flags, checks the required ones were given and only then opens
+// the database, so a typo is reported as a typo even when Postgres is down.
 func (c *adminCmd) parse(args []string, required ...string) error {
 	if err := parseFlags(c.flags, args); err != nil {
 		return err
@@ -77,7 +78,23 @@ func (c *adminCmd) parse(args []string, required ...string) error {
 			return usagef("%s: --%s is required", c.flags.Name(), name)
 		}
 	}
+	return c.connect()
+}
+
+func (c *adminCmd) connect() error {
+	pool, err := openPool(c.ctx, c.cfg)
+	if err != nil {
+		return err
+	}
+	c.pool = pool
+	c.st = store.New(pool)
 	return nil
+}
+
+func (c *adminCmd) close() {
+	if c.pool != nil {
+		c.pool.Close()
+	}
 }
 
 // print writes v as JSON, or runs human to write it for a person.
@@ -279,8 +296,19 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 		return usagef("admin list: say what to list: teams, members, keys or routes")
 	}
 	what := args[0]
+	switch what {
+	case "teams", "members", "keys", "routes":
+	default:
+		return usagef("admin list: cannot list %q: use teams, members, keys or routes", what)
+	}
 	teamRef := c.flags.String("team", "", "team name or id")
-	if err := c.parse(args[1:]); err != nil {
+	if err := parseFlags(c.flags, args[1:]); err != nil {
+		return err
+	}
+	if what != "teams" && *teamRef == "" {
+		return usagef("admin list %s: --team is required", what)
+	}
+	if err := c.connect(); err != nil {
 		return err
 	}
 	if what == "teams" {
@@ -294,9 +322,6 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 				fmt.Fprintf(w, "%d\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.UTC().Format(time.DateTime))
 			}
 		})
-	}
-	if *teamRef == "" {
-		return usagef("admin list %s: --team is required", what)
 	}
 	t, err := c.team(ctx, *teamRef)
 	if err != nil {
@@ -325,7 +350,7 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", k.ID, k.MemberID, k.Name, k.State(time.Now()), k.CreatedAt.UTC().Format(time.DateTime))
 			}
 		})
-	case "routes":
+	default: // routes
 		routes, err := c.st.Routes(ctx, t.ID)
 		if err != nil {
 			return err
@@ -337,7 +362,6 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 			}
 		})
 	}
-	return usagef("admin list: cannot list %q: use teams, members, keys or routes", what)
 }
 
 // credentialSummary says whether a route's credential is configured, never what it is.

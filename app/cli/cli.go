@@ -52,7 +52,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 		env.Listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
 	}
 	if len(args) == 0 {
-		return usagef("%s", usage)
+		return usagef("missing command; run tollgate help")
 	}
 	switch args[0] {
 	case "serve":
@@ -70,7 +70,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 		fmt.Fprintln(env.Stdout, usage)
 		return nil
 	}
-	return usagef("unknown command %q\n%s", args[0], usage)
+	return usagef("unknown command %q; run tollgate help", args[0])
 }
 
 func version() string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,7 +19,7 @@ import (
 
 // mockCredentialEnv names the credential the dev gateway injects towards the
 // built-in mock provider; the mock insists on it, so injection is exercised.
-const mockCredentialEnv = "TOLLGATE_MOCK_API_KEY"
+const mockCredentialEnv = "TOLLGATE_CREDENTIAL_MOCK"
 
 // dev is `make run`: the gateway plus a local team ready for an SDK call. Without
 // ANTHROPIC_API_KEY / OPENAI_API_KEY the routes point at a built-in mock
@@ -83,28 +84,30 @@ func dev(ctx context.Context, args []string, env Env) error {
 	return listenAndServe(ctx, a, cfg, env, log)
 }
 
-// setUpLocalTeam creates the team, its owner and the two preset routes on the
-// first run, and issues a fresh key on every run (the previous one was printed
-// once and may be lost).
+// setUpLocalTeam creates the team and its owner on the first run, points the two
+// preset routes at this run's upstreams (the mock's address or the real
+// providers may differ from the last run), and issues a fresh key on every run
+// (the previous one was printed once and may be lost).
 func setUpLocalTeam(ctx context.Context, st *store.Store, teamName, email string, upstreams, credentialEnvs map[string]string) (string, error) {
 	team, err := st.FindTeam(ctx, teamName)
 	if errors.Is(err, store.ErrNotFound) {
 		team, err = st.CreateTeam(ctx, store.ActorCLI, teamName)
-		if err != nil {
-			return "", err
-		}
-		if _, err := st.AddMember(ctx, store.ActorCLI, team.ID, email, store.RoleOwner); err != nil {
-			return "", err
-		}
-		for _, preset := range []string{"anthropic", "openai"} {
-			spec := store.RouteSpec{TeamID: team.ID, Preset: preset, UpstreamURL: upstreams[preset], CredentialEnv: credentialEnvs[preset]}
-			if _, err := st.AddRoute(ctx, store.ActorCLI, spec); err != nil {
-				return "", err
-			}
+		if err == nil {
+			_, err = st.AddMember(ctx, store.ActorCLI, team.ID, email, store.RoleOwner)
 		}
 	}
 	if err != nil {
 		return "", err
+	}
+	routes, err := st.Routes(ctx, team.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, preset := range []string{"anthropic", "openai"} {
+		spec := store.RouteSpec{TeamID: team.ID, Preset: preset, UpstreamURL: upstreams[preset], CredentialEnv: credentialEnvs[preset]}
+		if err := syncRoute(ctx, st, routes, spec); err != nil {
+			return "", err
+		}
 	}
 	owner, err := st.FindMember(ctx, team.ID, email)
 	if err != nil {
@@ -115,6 +118,26 @@ func setUpLocalTeam(ctx context.Context, st *store.Store, teamName, email string
 		return "", err
 	}
 	return k.Plaintext, nil
+}
+
+// syncRoute adds the preset's route, or updates the existing one when this run's
+// upstream or credential differs.
+func syncRoute(ctx context.Context, st *store.Store, existing []store.Route, spec store.RouteSpec) error {
+	prefix := store.Presets[spec.Preset].Prefix
+	for _, r := range existing {
+		if r.Prefix != prefix {
+			continue
+		}
+		want := cmp.Or(spec.UpstreamURL, store.Presets[spec.Preset].UpstreamURL)
+		wantEnv := cmp.Or(spec.CredentialEnv, store.Presets[spec.Preset].CredentialEnv)
+		if r.UpstreamURL == want && r.CredentialEnv == wantEnv {
+			return nil
+		}
+		_, err := st.UpdateRoute(ctx, store.ActorCLI, r.ID, spec)
+		return err
+	}
+	_, err := st.AddRoute(ctx, store.ActorCLI, spec)
+	return err
 }
 
 func startMock(addr, key string) (string, func(), error) {

@@ -66,10 +66,18 @@ func Load(getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		p.fail("DATABASE_URL", "must be a postgres:// URL")
 	}
-	if _, port, err := net.SplitHostPort(c.ListenAddr); err != nil || !validPort(port) {
+	_, port, err := net.SplitHostPort(c.ListenAddr)
+	listenOK := err == nil && validPort(port)
+	switch {
+	case listenOK:
+	case getenv("LISTEN_ADDR") == "" && getenv("PORT") != "":
+		p.fail("PORT", "must be a port from 1 to 65535, not %q", getenv("PORT"))
+	default:
 		p.fail("LISTEN_ADDR", "must be host:port or :port with a port from 1 to 65535, not %q", c.ListenAddr)
 	}
-	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	// A PUBLIC_URL derived from a bad listen address is already reported above.
+	if u, err := url.Parse(c.PublicURL); (listenOK || getenv("PUBLIC_URL") != "") &&
+		(err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		p.fail("PUBLIC_URL", "must be an http:// or https:// URL, not %q", c.PublicURL)
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(p.str("LOG_LEVEL", "info"))); err != nil {

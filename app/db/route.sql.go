@@ -80,6 +80,33 @@ func (q *Queries) RouteDelete(ctx context.Context, db DBTX, arg RouteDeleteParam
 	return i, err
 }
 
+const routeGetByID = `-- name: RouteGetByID :one
+SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at FROM route WHERE team_id = $1 AND id = $2
+`
+
+type RouteGetByIDParams struct {
+	TeamID int64
+	ID     int64
+}
+
+func (q *Queries) RouteGetByID(ctx context.Context, db DBTX, arg RouteGetByIDParams) (Route, error) {
+	row := db.QueryRow(ctx, routeGetByID, arg.TeamID, arg.ID)
+	var i Route
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.Prefix,
+		&i.UpstreamUrl,
+		&i.Dialect,
+		&i.CredentialHeader,
+		&i.CredentialEnv,
+		&i.CredentialFormat,
+		&i.FailMode,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const routeList = `-- name: RouteList :many
 SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at FROM route WHERE team_id = $1 ORDER BY prefix
 `
@@ -149,4 +176,52 @@ func (q *Queries) RouteListAll(ctx context.Context, db DBTX) ([]Route, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const routeUpdate = `-- name: RouteUpdate :one
+UPDATE route SET prefix = $1, upstream_url = $2, dialect = $3,
+    credential_header = $4, credential_env = $5,
+    credential_format = $6, fail_mode = $7
+WHERE team_id = $8 AND id = $9
+RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at
+`
+
+type RouteUpdateParams struct {
+	Prefix           string
+	UpstreamUrl      string
+	Dialect          string
+	CredentialHeader string
+	CredentialEnv    string
+	CredentialFormat string
+	FailMode         string
+	TeamID           int64
+	ID               int64
+}
+
+func (q *Queries) RouteUpdate(ctx context.Context, db DBTX, arg RouteUpdateParams) (Route, error) {
+	row := db.QueryRow(ctx, routeUpdate,
+		arg.Prefix,
+		arg.UpstreamUrl,
+		arg.Dialect,
+		arg.CredentialHeader,
+		arg.CredentialEnv,
+		arg.CredentialFormat,
+		arg.FailMode,
+		arg.TeamID,
+		arg.ID,
+	)
+	var i Route
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.Prefix,
+		&i.UpstreamUrl,
+		&i.Dialect,
+		&i.CredentialHeader,
+		&i.CredentialEnv,
+		&i.CredentialFormat,
+		&i.FailMode,
+		&i.CreatedAt,
+	)
+	return i, err
 }

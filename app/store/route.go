@@ -55,17 +55,12 @@ var Presets = map[string]RouteSpec{
 }
 
 var (
-	routePrefix   = regexp.MustCompile(`^(/[a-z0-9][a-z0-9._-]*)+$`)
-	headerName    = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
-	credentialEnv = regexp.MustCompile(`^[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)$`)
+	routePrefix = regexp.MustCompile(`^(/[a-z0-9][a-z0-9._-]*)+$`)
+	headerName  = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 )
 
 // reservedPrefixes belong to the gateway itself.
 var reservedPrefixes = []string{"/console", "/static", "/healthz", "/readyz", "/metrics"}
-
-// Gateway configuration variables a route may never inject upstream: an owner
-// must not be able to send the gateway's own secrets to a host they control.
-var gatewaySecrets = map[string]bool{"SESSION_KEY": true, "SETUP_TOKEN": true}
 
 // withPreset fills the fields the spec leaves blank from its preset.
 func (spec RouteSpec) withPreset() (RouteSpec, error) {
@@ -112,12 +107,15 @@ func (spec RouteSpec) validate(ctx context.Context) error {
 		if !headerName.MatchString(spec.CredentialHeader) {
 			return invalid("header", "%q is not a valid header name", spec.CredentialHeader)
 		}
-		if !credentialEnv.MatchString(spec.CredentialEnv) || gatewaySecrets[spec.CredentialEnv] {
-			return invalid("credential_env", "credential variable %q must be an upper-case name ending in _API_KEY, _KEY or _TOKEN and not one of the gateway's own", spec.CredentialEnv)
+		if !proxy.CredentialEnvAllowed(spec.CredentialEnv) {
+			return invalid("credential_env", "credential variable %q must be ANTHROPIC_API_KEY, OPENAI_API_KEY or TOLLGATE_CREDENTIAL_<NAME>", spec.CredentialEnv)
 		}
 		if strings.Count(spec.CredentialFormat, "{}") != 1 {
 			return invalid("format", "credential format %q must contain {} exactly once", spec.CredentialFormat)
 		}
+	}
+	if spec.CredentialHeader == "" && spec.CredentialEnv != "" {
+		return invalid("credential_env", "credential variable %q needs a header to inject it into", spec.CredentialEnv)
 	}
 	if spec.FailMode != "closed" && spec.FailMode != "open" {
 		return invalid("fail_mode", "fail mode must be closed or open, not %q", spec.FailMode)
@@ -125,12 +123,11 @@ func (spec RouteSpec) validate(ctx context.Context) error {
 	return nil
 }
 
-// AddRoute creates a route after checking it, including that its upstream is not
-// a link-local or metadata address.
-func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Route, error) {
+// complete fills a spec from its preset and defaults, then checks it.
+func (spec RouteSpec) complete(ctx context.Context) (RouteSpec, error) {
 	spec, err := spec.withPreset()
 	if err != nil {
-		return Route{}, err
+		return spec, err
 	}
 	if spec.CredentialFormat == "" {
 		spec.CredentialFormat = "{}"
@@ -138,7 +135,14 @@ func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Rout
 	if spec.FailMode == "" {
 		spec.FailMode = "closed"
 	}
-	if err := spec.validate(ctx); err != nil {
+	return spec, spec.validate(ctx)
+}
+
+// AddRoute creates a route after checking it, including that its upstream is not
+// a link-local or metadata address.
+func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Route, error) {
+	spec, err := spec.complete(ctx)
+	if err != nil {
 		return Route{}, err
 	}
 	var r Route
@@ -154,6 +158,33 @@ func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Rout
 	})
 	if err != nil {
 		return Route{}, fmt.Errorf("store: add route %s: %w", spec.Prefix, err)
+	}
+	return r, nil
+}
+
+// UpdateRoute replaces a route's settings with spec, checked as AddRoute checks them.
+func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spec RouteSpec) (Route, error) {
+	spec, err := spec.complete(ctx)
+	if err != nil {
+		return Route{}, err
+	}
+	var r Route
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		before, err := s.q.RouteGetByID(ctx, tx, db.RouteGetByIDParams{TeamID: spec.TeamID, ID: routeID})
+		if err != nil {
+			return mapErr(err)
+		}
+		row, err := s.q.RouteUpdate(ctx, tx, db.RouteUpdateParams{TeamID: spec.TeamID, ID: routeID, Prefix: spec.Prefix,
+			UpstreamUrl: spec.UpstreamURL, Dialect: spec.Dialect, CredentialHeader: spec.CredentialHeader,
+			CredentialEnv: spec.CredentialEnv, CredentialFormat: spec.CredentialFormat, FailMode: spec.FailMode})
+		if err != nil {
+			return mapErr(err)
+		}
+		r = routeFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &spec.TeamID, action: "route.update", target: r.Prefix, before: routeFrom(before), after: r})
+	})
+	if err != nil {
+		return Route{}, fmt.Errorf("store: update route %d: %w", routeID, err)
 	}
 	return r, nil
 }

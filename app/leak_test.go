@@ -1,0 +1,101 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/app/store"
+)
+
+// TestSecretsNeverLeak drives successes, provider errors, a dead upstream, a
+// reflecting upstream, a cut stream and bad keys, then searches every response
+// (status line, headers, body) and every gateway log line for the planted
+// provider credentials and the member key's secret.
+func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+
+	// An upstream that reflects the credential it receives into a response header.
+	reflecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Seen-Credential", r.Header.Get("x-api-key"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	t.Cleanup(reflecting.Close)
+	for _, spec := range []store.RouteSpec{
+		{Prefix: "/reflect", UpstreamURL: reflecting.URL, Dialect: "generic", CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"},
+		{Prefix: "/dead", UpstreamURL: "http://127.0.0.1:1", Dialect: "anthropic", CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"},
+	} {
+		spec.TeamID = f.team.ID
+		_, err := f.st.AddRoute(ctx, store.ActorCLI, spec)
+		must(t, err)
+	}
+	// anthropicRequest appends /anthropic/v1/messages, which is just a path below these prefixes.
+	eventually(t, 10*time.Second, "new routes loaded", func() bool {
+		return do(t, anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody)).status == http.StatusOK
+	})
+
+	var captured strings.Builder
+	send := func(req *http.Request) {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			captured.WriteString(err.Error())
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body) // a cut stream ends in an error; what arrived still counts
+		captured.WriteString(resp.Status + "\n")
+		resp.Header.Write(&captured)
+		captured.Write(body)
+	}
+	streamBody := `{"model":"claude-sonnet-4-5","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	send(anthropicRequest(t, f.gw.URL, f.key, messagesBody))
+	send(anthropicRequest(t, f.gw.URL, f.key, streamBody))
+	for _, status := range []string{"400", "401", "429", "500", "529"} {
+		req := anthropicRequest(t, f.gw.URL, f.key, messagesBody)
+		req.Header.Set("X-Mock-Fail-Status", status)
+		send(req)
+	}
+	cut := anthropicRequest(t, f.gw.URL, f.key, streamBody)
+	cut.Header.Set("X-Mock-Disconnect-After-Events", "3")
+	send(cut)
+	req, err := http.NewRequest(http.MethodPost, f.gw.URL+"/openai/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+f.key)
+	send(req)
+	send(anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody))
+	send(anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody))
+	send(anthropicRequest(t, f.gw.URL, f.key+"x", messagesBody))
+	send(anthropicRequest(t, f.gw.URL, strings.Replace(f.key, "tg_", "tg_x", 1), messagesBody))
+
+	out := captured.String()
+	logs := f.gw.Logs.String()
+	if !strings.Contains(out, "tok tok") || !strings.Contains(out, "could not be reached") {
+		t.Fatalf("the scripted run did not exercise success and failure paths:\n%s", out)
+	}
+	if !strings.Contains(logs, "request refused") || !strings.Contains(logs, "upstream request failed") {
+		t.Fatalf("the logs did not capture refusals and upstream failures:\n%s", logs)
+	}
+	_, memberSecret, _ := strings.Cut(strings.TrimPrefix(f.key, "tg_"), "_")
+	for name, secret := range map[string]string{
+		"anthropic credential": anthropicSecret,
+		"openai credential":    openaiSecret,
+		"member key secret":    memberSecret,
+	} {
+		if strings.Contains(out, secret) {
+			t.Errorf("%s appears in a response", name)
+		}
+		if strings.Contains(logs, secret) {
+			t.Errorf("%s appears in the gateway log", name)
+		}
+	}
+	if strings.Contains(out, "X-Seen-Credential") {
+		t.Errorf("a response header carrying the credential was passed through")
+	}
+}
