@@ -105,6 +105,10 @@ func (s *Source) listenOnce(ctx context.Context, notified chan<- struct{}) error
 	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		return err
 	}
+	// Named so an operator (or a test) can tell this connection apart in pg_stat_activity.
+	if _, err := conn.Exec(ctx, "SELECT set_config('application_name', $1, false)", "tollgate-listen:"+schema); err != nil {
+		return err
+	}
 	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return err
 	}
