@@ -57,9 +57,9 @@ func admin(ctx context.Context, args []string, env Env) error {
 	if !ok {
 		return usagef("unknown admin verb %q; see tollgate admin help", args[0])
 	}
-	cfg, err := config.Load(env.Getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+		return err
 	}
 	cmd := &adminCmd{ctx: ctx, env: env, cfg: cfg, flags: newFlagSet("admin " + args[0])}
 	cmd.flags.BoolVar(&cmd.json, "json", false, "print JSON")

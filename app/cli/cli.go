@@ -80,6 +80,15 @@ func version() string {
 	return "(devel)"
 }
 
+// loadConfig reads the environment; its error lists every bad variable, one per line.
+func loadConfig(env Env) (config.Config, error) {
+	cfg, err := config.Load(env.Getenv)
+	if err != nil {
+		return cfg, fmt.Errorf("configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
 }
@@ -89,9 +98,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(env.Getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+		return err
 	}
 	log := newLogger(cfg, env.Stderr)
 	a, err := app.New(ctx, cfg, env.Getenv, log)
@@ -115,9 +124,9 @@ func listenAndServe(ctx context.Context, a *app.App, cfg config.Config, env Env,
 }
 
 func migrate(ctx context.Context, env Env) error {
-	cfg, err := config.Load(env.Getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+		return err
 	}
 	pool, err := openPool(ctx, cfg)
 	if err != nil {

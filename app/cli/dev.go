@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app"
-	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
 )
@@ -32,9 +31,9 @@ func dev(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(env.Getenv)
+	cfg, err := loadConfig(env)
 	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+		return err
 	}
 	log := newLogger(cfg, env.Stderr)
 
