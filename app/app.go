@@ -29,6 +29,8 @@ type App struct {
 	Store     *store.Store
 	Snapshots *snapshot.Source
 	gateway   *proxy.Gateway
+
+	closeLimiter func()
 }
 
 // New connects to Postgres, applies pending migrations and loads the first
@@ -45,9 +47,15 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	st := store.New(pool)
+	lim, closeLimiter, err := NewLimiter(ctx, cfg, log)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	st := store.New(pool).WithMirror(lim, log)
 	snaps, err := snapshot.New(ctx, st, pool, cfg.ConfigPollInterval, log)
 	if err != nil {
+		closeLimiter()
 		pool.Close()
 		return nil, err
 	}
@@ -59,12 +67,17 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		MaxHeaderBytes:    cfg.MaxRequestHeaderBytes,
 		StreamIdleTimeout: cfg.StreamIdleTimeout,
 		Transport:         proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: cfg.UpstreamFirstByteTimeout}),
+		Limiter:           lim,
+		Lease:             cfg.ConcurrencyLease,
 	})
-	return &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, gateway: gw}, nil
+	return &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, gateway: gw, closeLimiter: closeLimiter}, nil
 }
 
-// Close releases the database pool.
-func (a *App) Close() { a.pool.Close() }
+// Close releases the database pool and the limiter's connections.
+func (a *App) Close() {
+	a.closeLimiter()
+	a.pool.Close()
+}
 
 // Routes is the one router: gateway routes under team prefixes, health below.
 func (a *App) Routes() http.Handler {

@@ -57,9 +57,10 @@ func TestBadInputNeverReachesUpstream(t *testing.T) {
 	must(t, err)
 	_, err = f.st.SetMemberStatus(ctx, store.ActorCLI, f.team.ID, disabledMember.ID, store.StatusDisabled)
 	must(t, err)
-	eventually(t, 10*time.Second, "snapshot sees the new keys", func() bool {
-		r := do(t, anthropicRequest(t, f.gw.URL, otherKey.Plaintext, messagesBody))
-		return r.status == http.StatusNotFound
+	// The cut-off is the last change made; once it binds, the snapshot has them all.
+	eventually(t, 10*time.Second, "snapshot sees the changes", func() bool {
+		r := do(t, anthropicRequest(t, f.gw.URL, disabledKey.Plaintext, messagesBody))
+		return r.status == http.StatusForbidden
 	})
 
 	invalidKey := "invalid or missing API key"

@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+	"github.com/tollgate/tollgate/limiter/redistest"
 )
 
 // Recognisable provider credentials: a test searches every output for them.
@@ -24,21 +25,22 @@ const (
 // fixture is a team with a member, a key and both preset routes pointing at a
 // mock provider, served by one gateway replica on the test's own schema.
 type fixture struct {
-	dbURL   string
-	st      *store.Store
-	mock    *mock.Server
-	mockURL string
-	team    store.Team
-	member  store.Member
-	key     string // plaintext
-	keyID   string
-	gw      *apptest.Replica
+	dbURL       string
+	redisPrefix string
+	st          *store.Store
+	mock        *mock.Server
+	mockURL     string
+	team        store.Team
+	member      store.Member
+	key         string // plaintext
+	keyID       string
+	gw          *apptest.Replica
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{dbURL: dbtest.Schema(t)}
+	f := &fixture{dbURL: dbtest.Schema(t), redisPrefix: redistest.Prefix(t)}
 	f.st = store.New(dbtest.Pool(t, f.dbURL))
 	// OutputTokens above every max_tokens the tests send, so the request caps the length.
 	f.mock = mock.New(mock.Options{AnthropicKey: anthropicSecret, OpenAIKey: openaiSecret, OutputTokens: 100})
@@ -62,13 +64,15 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// replica starts another gateway on the fixture's database. The poll interval is
-// long so that only LISTEN/NOTIFY can explain a fast reload.
+// replica starts another gateway on the fixture's database and Redis prefix. The
+// poll interval is long so that only LISTEN/NOTIFY can explain a fast reload.
 func (f *fixture) replica(t *testing.T) *apptest.Replica {
 	return apptest.Start(t, f.dbURL, map[string]string{
 		"ANTHROPIC_API_KEY":    anthropicSecret,
 		"OPENAI_API_KEY":       openaiSecret,
 		"CONFIG_POLL_INTERVAL": "10m",
+		"REDIS_URL":            "redis://127.0.0.1:6379/0",
+		"REDIS_KEY_PREFIX":     f.redisPrefix,
 	})
 }
 

@@ -16,14 +16,16 @@ var errInvalidKey = &Error{Kind: KindAuthentication, Message: "invalid or missin
 // the same time as wrong secrets.
 var decoyHash [32]byte
 
-func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, *Error) {
+var errMemberDisabled = &Error{Kind: KindPermission, Message: "your membership of this team is disabled; ask a team owner"}
+
+func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *Error) {
 	plaintext, ok := presentedKey(r)
 	if !ok {
-		return Key{}, errInvalidKey
+		return Key{}, Member{}, errInvalidKey
 	}
 	id, secret, ok := apikey.Parse(plaintext)
 	if !ok {
-		return Key{}, errInvalidKey
+		return Key{}, Member{}, errInvalidKey
 	}
 	key, found := snap.Key(id)
 	want := decoyHash
@@ -31,21 +33,21 @@ func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, *Error) {
 		want = key.SecretHash
 	}
 	if !apikey.Matches(secret, want) || !found {
-		return Key{}, errInvalidKey
+		return Key{}, Member{}, errInvalidKey
 	}
 	// Past this point the caller proved they hold the key, so a precise message
 	// reveals nothing they don't know.
 	if key.Revoked {
-		return Key{}, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"}
+		return Key{}, Member{}, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"}
 	}
 	if !key.ExpiresAt.IsZero() && !g.opts.Now().Before(key.ExpiresAt) {
-		return Key{}, &Error{Kind: KindAuthentication, Message: "this API key was rotated and its grace period has ended; use the new key"}
+		return Key{}, Member{}, &Error{Kind: KindAuthentication, Message: "this API key was rotated and its grace period has ended; use the new key"}
 	}
 	member, found := snap.Member(key.MemberID)
 	if !found || member.Disabled {
-		return Key{}, &Error{Kind: KindPermission, Message: "your membership of this team is disabled; ask a team owner"}
+		return Key{}, Member{}, errMemberDisabled
 	}
-	return key, nil
+	return key, member, nil
 }
 
 // presentedKey finds the one key the caller sent. Two different keys, a repeated

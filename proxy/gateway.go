@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate/tollgate/limiter"
 )
 
 // Options configure a Gateway. Zero durations and sizes take the defaults noted.
@@ -40,6 +42,11 @@ type Options struct {
 	Transport http.RoundTripper
 	// Now is the clock for key expiry (default time.Now).
 	Now func() time.Time
+	// Limiter admits each request: revocation, cut-off, rate and concurrency, in
+	// one call (default an in-process limiter, right only for a single replica).
+	Limiter limiter.Limiter
+	// Lease bounds how long a request holds its concurrency slot (default 15m).
+	Lease time.Duration
 }
 
 // Gateway is the http.Handler for every provider route.
@@ -67,6 +74,12 @@ func New(opts Options) *Gateway {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Limiter == nil {
+		opts.Limiter = limiter.NewLocal(nil)
+	}
+	if opts.Lease == 0 {
+		opts.Lease = 15 * time.Minute
 	}
 	g := &Gateway{opts: opts}
 	g.proxy = &httputil.ReverseProxy{
@@ -105,7 +118,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := g.opts.Snapshots.Current()
-	key, err := g.authenticate(r, snap)
+	key, member, err := g.authenticate(r, snap)
 	if err != nil {
 		log.Info("request refused", "reason", err.Message, "status", err.status())
 		WriteError(w, dialect, err)
@@ -134,6 +147,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, dialect, err)
 		return
 	}
+	team, _ := snap.Team(key.TeamID)
+	if !g.admit(w, r, log, dialect, key, member, team, route, requestID) {
+		return
+	}
+	defer g.release(r, log, key, requestID)
 	if !key.ExpiresAt.IsZero() {
 		// RFC 9745 Deprecation and RFC 8594 Sunset: the key was rotated and stops
 		// working at the end of its grace window.

@@ -29,6 +29,7 @@ func newTestGateway(t *testing.T, upstream string, opts Options) (gatewayURL, ke
 		t.Fatal(err)
 	}
 	snap := NewSnapshot(
+		[]Team{{ID: 1}},
 		[]Key{{ID: g.ID, TeamID: 1, MemberID: 1, SecretHash: g.SecretHash}},
 		[]Member{{ID: 1, TeamID: 1}},
 		[]Route{{ID: 1, TeamID: 1, Prefix: "/p", Upstream: u, Dialect: DialectAnthropic,

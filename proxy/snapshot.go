@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/tollgate/tollgate/limiter"
 )
 
 // Snapshot is an immutable view of the config the data path needs: keys, members
@@ -12,6 +14,7 @@ import (
 // ever modified after NewSnapshot returns.
 type Snapshot struct {
 	keys     map[string]Key
+	teams    map[int64]Team
 	members  map[int64]Member
 	routes   map[int64][]Route // by team, longest prefix first
 	LoadedAt time.Time
@@ -32,6 +35,13 @@ type Member struct {
 	ID       int64
 	TeamID   int64
 	Disabled bool
+	Limits   limiter.Policy
+}
+
+// Team carries the team-wide limits, which bind on top of each member's.
+type Team struct {
+	ID     int64
+	Limits limiter.Policy
 }
 
 // Dialect is the provider protocol a route speaks; it picks the error shape.
@@ -57,13 +67,17 @@ type Route struct {
 	FailOpen         bool
 }
 
-// NewSnapshot indexes keys, members and routes.
-func NewSnapshot(keys []Key, members []Member, routes []Route, loadedAt time.Time) *Snapshot {
+// NewSnapshot indexes teams, keys, members and routes.
+func NewSnapshot(teams []Team, keys []Key, members []Member, routes []Route, loadedAt time.Time) *Snapshot {
 	s := &Snapshot{
 		keys:     make(map[string]Key, len(keys)),
+		teams:    make(map[int64]Team, len(teams)),
 		members:  make(map[int64]Member, len(members)),
 		routes:   make(map[int64][]Route),
 		LoadedAt: loadedAt,
+	}
+	for _, t := range teams {
+		s.teams[t.ID] = t
 	}
 	for _, k := range keys {
 		s.keys[k.ID] = k
@@ -84,6 +98,12 @@ func NewSnapshot(keys []Key, members []Member, routes []Route, loadedAt time.Tim
 func (s *Snapshot) Key(id string) (Key, bool) {
 	k, ok := s.keys[id]
 	return k, ok
+}
+
+// Team returns the team with the given id.
+func (s *Snapshot) Team(id int64) (Team, bool) {
+	t, ok := s.teams[id]
+	return t, ok
 }
 
 // Member returns the member with the given id.

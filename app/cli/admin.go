@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/store"
 )
@@ -26,6 +28,8 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   issue-key      --team T --member E [--name N]     (prints the key once)
   rotate-key     --key ID [--grace 24h]              (old key works until the grace ends)
   revoke-key     --key ID
+  set-limits     --team T [--member E] [--algorithm token_bucket|sliding_window]
+                 [--rate N] [--period 1s] [--burst N] [--concurrency N]   (no --member: team-wide; 0 removes)
   disable-member --team T --member E
   enable-member  --team T --member E
   list           teams | members|keys|routes --team T
@@ -33,13 +37,14 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
-	ctx   context.Context
-	pool  *pgxpool.Pool
-	env   Env
-	cfg   config.Config
-	st    *store.Store
-	json  bool
-	flags *flag.FlagSet
+	ctx          context.Context
+	pool         *pgxpool.Pool
+	closeLimiter func()
+	env          Env
+	cfg          config.Config
+	st           *store.Store
+	json         bool
+	flags        *flag.FlagSet
 }
 
 func admin(ctx context.Context, args []string, env Env) error {
@@ -51,7 +56,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"create-team": createTeam, "add-member": addMember, "add-route": addRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
-		"list": list, "audit": audit,
+		"list": list, "audit": audit, "set-limits": setLimits,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {
@@ -88,10 +93,23 @@ func (c *adminCmd) connect() error {
 	}
 	c.pool = pool
 	c.st = store.New(pool)
+	if c.cfg.RedisURL != "" {
+		// Revocations and cut-offs made here bind on every replica at the next request.
+		log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		lim, closeLimiter, err := app.NewLimiter(c.ctx, c.cfg, log)
+		if err != nil {
+			return err
+		}
+		c.closeLimiter = closeLimiter
+		c.st = c.st.WithMirror(lim, log)
+	}
 	return nil
 }
 
 func (c *adminCmd) close() {
+	if c.closeLimiter != nil {
+		c.closeLimiter()
+	}
 	if c.pool != nil {
 		c.pool.Close()
 	}
@@ -333,10 +351,16 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 		if err != nil {
 			return err
 		}
+		limits := make([]store.Limits, len(members))
+		for i, m := range members {
+			if limits[i], err = c.st.MemberLimits(ctx, t.ID, m.ID); err != nil {
+				return err
+			}
+		}
 		return c.print(members, func(w io.Writer) {
-			fmt.Fprintln(w, "ID\tEMAIL\tROLE\tSTATUS")
-			for _, m := range members {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.Status)
+			fmt.Fprintln(w, "ID\tEMAIL\tROLE\tSTATUS\tLIMITS")
+			for i, m := range members {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.Status, describeLimits(limits[i]))
 			}
 		})
 	case "keys":

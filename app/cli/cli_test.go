@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/cli"
 	"github.com/tollgate/tollgate/app/dbtest"
+	"github.com/tollgate/tollgate/limiter/redistest"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutine while
@@ -47,7 +48,8 @@ type tool struct {
 // newTool gives the test its own migrated schema.
 func newTool(t *testing.T) *tool {
 	t.Helper()
-	return &tool{t: t, vars: map[string]string{"DATABASE_URL": dbtest.Schema(t)}}
+	// dev mode uses the local Redis when REDIS_URL is unset: keep this test's keys apart.
+	return &tool{t: t, vars: map[string]string{"DATABASE_URL": dbtest.Schema(t), "REDIS_KEY_PREFIX": redistest.Prefix(t)}}
 }
 
 func (c *tool) env(stdout, stderr *syncBuffer) cli.Env {

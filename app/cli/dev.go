@@ -31,6 +31,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	env.Getenv = withLocalRedis(env.Getenv)
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
@@ -137,6 +138,29 @@ func syncRoute(ctx context.Context, st *store.Store, existing []store.Route, spe
 	}
 	_, err := st.AddRoute(ctx, store.ActorCLI, spec)
 	return err
+}
+
+// localRedis is where make run looks for Redis when REDIS_URL is not set.
+const localRedis = "127.0.0.1:6379"
+
+// withLocalRedis uses a Redis answering on localRedis when REDIS_URL is unset,
+// so make run exercises the same admission path as a deployment; without one the
+// gateway falls back to its in-process limiter and says so.
+func withLocalRedis(getenv func(string) string) func(string) string {
+	if getenv("REDIS_URL") != "" {
+		return getenv
+	}
+	conn, err := net.DialTimeout("tcp", localRedis, 300*time.Millisecond)
+	if err != nil {
+		return getenv
+	}
+	conn.Close()
+	return func(name string) string {
+		if name == "REDIS_URL" {
+			return "redis://" + localRedis + "/0"
+		}
+		return getenv(name)
+	}
 }
 
 func startMock(addr, key string) (string, func(), error) {

@@ -45,6 +45,20 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// LogLevel is debug, info, warn or error. LOG_LEVEL, default info.
 	LogLevel slog.Level
+	// RedisURL is the shared admission store (redis:// or rediss://). REDIS_URL,
+	// default none: limits are then kept per process, correct only for one replica.
+	RedisURL string
+	// RedisKeyPrefix starts every Redis key, so several gateways (or tests) can
+	// share one Redis. REDIS_KEY_PREFIX, default "tg:".
+	RedisKeyPrefix string
+	// RedisTimeout bounds each admission call to Redis. REDIS_TIMEOUT, default 50ms.
+	RedisTimeout time.Duration
+	// Replicas is how many gateway replicas share the limits; a route that fails
+	// open while Redis is down admits at each limit divided by it. GATEWAY_REPLICAS, default 1.
+	Replicas int
+	// ConcurrencyLease is how long a request holds its concurrency slot at most; a
+	// crashed replica's slots come back after it. CONCURRENCY_LEASE, default 15m.
+	ConcurrencyLease time.Duration
 }
 
 // Load reads the environment through getenv and validates it, reporting every
@@ -61,6 +75,11 @@ func Load(getenv func(string) string) (Config, error) {
 		UpstreamFirstByteTimeout: p.duration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
 		StreamIdleTimeout:        p.duration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
 		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),
+		RedisURL:                 p.str("REDIS_URL", ""),
+		RedisKeyPrefix:           p.str("REDIS_KEY_PREFIX", "tg:"),
+		RedisTimeout:             p.duration("REDIS_TIMEOUT", 50*time.Millisecond, time.Millisecond),
+		Replicas:                 int(p.int64("GATEWAY_REPLICAS", 1, 1)),
+		ConcurrencyLease:         p.duration("CONCURRENCY_LEASE", 15*time.Minute, time.Second),
 	}
 	c.PublicURL = p.str("PUBLIC_URL", "http://"+hostForURL(c.ListenAddr))
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -79,6 +98,14 @@ func Load(getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.PublicURL); (listenOK || getenv("PUBLIC_URL") != "") &&
 		(err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		p.fail("PUBLIC_URL", "must be an http:// or https:// URL, not %q", c.PublicURL)
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			p.fail("REDIS_URL", "must be a redis:// or rediss:// URL")
+		}
+	}
+	if strings.ContainsAny(c.RedisKeyPrefix, "{}") {
+		p.fail("REDIS_KEY_PREFIX", "must not contain { or }, which would replace the team's Redis Cluster hash tag")
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(p.str("LOG_LEVEL", "info"))); err != nil {
 		p.fail("LOG_LEVEL", "must be debug, info, warn or error")

@@ -49,6 +49,10 @@ func TestLoadDefaults(t *testing.T) {
 		StreamIdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:          30 * time.Second,
 		LogLevel:                 slog.LevelInfo,
+		RedisKeyPrefix:           "tg:",
+		RedisTimeout:             50 * time.Millisecond,
+		Replicas:                 1,
+		ConcurrencyLease:         15 * time.Minute,
 	}
 	if got != want {
 		t.Errorf("Load(empty) =\n%+v\nwant\n%+v", got, want)
@@ -121,6 +125,12 @@ func TestLoadBadValue(t *testing.T) {
 		{"PUBLIC_URL", "ftp://gw.example.com", "http://"},
 		{"PUBLIC_URL", "https://", "http://"},
 		{"LOG_LEVEL", "loud", "debug, info, warn or error"},
+		{"REDIS_URL", "localhost:6379", "redis://"},
+		{"REDIS_URL", "http://localhost:6379", "redis://"},
+		{"REDIS_KEY_PREFIX", "tg:{x}:", "hash tag"},
+		{"REDIS_TIMEOUT", "0s", "at least 1ms"},
+		{"GATEWAY_REPLICAS", "0", "at least 1"},
+		{"CONCURRENCY_LEASE", "100ms", "at least 1s"},
 		{"CONFIG_POLL_INTERVAL", "soon", "duration"},
 		{"CONFIG_POLL_INTERVAL", "500ms", "at least 1s"},
 		{"CONFIG_POLL_INTERVAL", "30", "duration"},

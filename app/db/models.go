@@ -122,9 +122,15 @@ type Session struct {
 }
 
 type Team struct {
-	ID           int64
-	Name         string
-	BudgetMicros *int64
-	BudgetPeriod string
-	CreatedAt    time.Time
+	ID              int64
+	Name            string
+	BudgetMicros    *int64
+	BudgetPeriod    string
+	CreatedAt       time.Time
+	RateAlgorithm   string
+	RateLimit       *int64
+	RatePeriodMs    int64
+	RateBurst       *int64
+	Concurrency     *int64
+	TokensPerMinute *int64
 }

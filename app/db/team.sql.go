@@ -10,7 +10,7 @@ import (
 )
 
 const teamCreate = `-- name: TeamCreate :one
-INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at
+INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute
 `
 
 func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -22,12 +22,18 @@ func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, e
 		&i.BudgetMicros,
 		&i.BudgetPeriod,
 		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
 	)
 	return i, err
 }
 
 const teamGetByID = `-- name: TeamGetByID :one
-SELECT id, name, budget_micros, budget_period, created_at FROM team WHERE id = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team WHERE id = $1
 `
 
 func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, error) {
@@ -39,12 +45,18 @@ func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, err
 		&i.BudgetMicros,
 		&i.BudgetPeriod,
 		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
 	)
 	return i, err
 }
 
 const teamGetByName = `-- name: TeamGetByName :one
-SELECT id, name, budget_micros, budget_period, created_at FROM team WHERE name = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team WHERE name = $1
 `
 
 func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -56,12 +68,18 @@ func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team
 		&i.BudgetMicros,
 		&i.BudgetPeriod,
 		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
 	)
 	return i, err
 }
 
 const teamList = `-- name: TeamList :many
-SELECT id, name, budget_micros, budget_period, created_at FROM team ORDER BY id
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team ORDER BY id
 `
 
 func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
@@ -79,6 +97,12 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 			&i.BudgetMicros,
 			&i.BudgetPeriod,
 			&i.CreatedAt,
+			&i.RateAlgorithm,
+			&i.RateLimit,
+			&i.RatePeriodMs,
+			&i.RateBurst,
+			&i.Concurrency,
+			&i.TokensPerMinute,
 		); err != nil {
 			return nil, err
 		}
@@ -88,4 +112,46 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const teamSetLimits = `-- name: TeamSetLimits :one
+UPDATE team SET rate_algorithm = $1, rate_limit = $2,
+    rate_period_ms = $3, rate_burst = $4, concurrency = $5
+WHERE id = $6
+RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute
+`
+
+type TeamSetLimitsParams struct {
+	RateAlgorithm string
+	RateLimit     *int64
+	RatePeriodMs  int64
+	RateBurst     *int64
+	Concurrency   *int64
+	ID            int64
+}
+
+func (q *Queries) TeamSetLimits(ctx context.Context, db DBTX, arg TeamSetLimitsParams) (Team, error) {
+	row := db.QueryRow(ctx, teamSetLimits,
+		arg.RateAlgorithm,
+		arg.RateLimit,
+		arg.RatePeriodMs,
+		arg.RateBurst,
+		arg.Concurrency,
+		arg.ID,
+	)
+	var i Team
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.BudgetMicros,
+		&i.BudgetPeriod,
+		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
+	)
+	return i, err
 }

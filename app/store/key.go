@@ -124,6 +124,9 @@ func (s *Store) RotateKey(ctx context.Context, actor Actor, teamID int64, keyID 
 	if err != nil {
 		return IssuedKey{}, fmt.Errorf("store: rotate key %s: %w", keyID, err)
 	}
+	if grace == 0 {
+		s.mirrorKeyRevoked(ctx, teamID, keyID)
+	}
 	return issued, nil
 }
 
@@ -141,6 +144,7 @@ func (s *Store) RevokeKey(ctx context.Context, actor Actor, teamID int64, keyID 
 	if err != nil {
 		return Key{}, fmt.Errorf("store: revoke key %s: %w", keyID, err)
 	}
+	s.mirrorKeyRevoked(ctx, teamID, keyID)
 	return k, nil
 }
 

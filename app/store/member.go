@@ -37,27 +37,42 @@ func memberFrom(m db.Member) Member {
 
 // AddMember adds a person to a team.
 func (s *Store) AddMember(ctx context.Context, actor Actor, teamID int64, email, role string) (Member, error) {
-	addr, err := mail.ParseAddress(email)
-	if err != nil || addr.Address != email {
-		return Member{}, invalid("email", "%q is not an email address", email)
-	}
-	email = strings.ToLower(email)
-	if role != RoleOwner && role != RoleMember {
-		return Member{}, invalid("role", "role must be owner or member, not %q", role)
+	email, err := checkMember(email, role)
+	if err != nil {
+		return Member{}, err
 	}
 	var m Member
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.MemberCreate(ctx, tx, db.MemberCreateParams{TeamID: teamID, Email: email, Role: role})
-		if err != nil {
-			return mapErr(err)
-		}
-		m = memberFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.add", target: email, after: m})
+		m, err = s.addMember(ctx, tx, actor, teamID, email, role)
+		return err
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("store: add member %s: %w", email, err)
 	}
 	return m, nil
+}
+
+// checkMember validates a new member's email and role and returns the email as stored.
+func checkMember(email, role string) (string, error) {
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != email {
+		return "", invalid("email", "%q is not an email address", email)
+	}
+	if role != RoleOwner && role != RoleMember {
+		return "", invalid("role", "role must be owner or member, not %q", role)
+	}
+	return strings.ToLower(email), nil
+}
+
+// addMember is AddMember, after checkMember, inside the caller's transaction
+// (setup and invites add a member and set a password together).
+func (s *Store) addMember(ctx context.Context, tx pgx.Tx, actor Actor, teamID int64, email, role string) (Member, error) {
+	row, err := s.q.MemberCreate(ctx, tx, db.MemberCreateParams{TeamID: teamID, Email: email, Role: role})
+	if err != nil {
+		return Member{}, mapErr(err)
+	}
+	m := memberFrom(row)
+	return m, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.add", target: email, after: m})
 }
 
 // FindMember resolves a member of a team by email or numeric id.
@@ -113,5 +128,6 @@ func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, member
 	if err != nil {
 		return Member{}, fmt.Errorf("store: set member %d status: %w", memberID, err)
 	}
+	s.mirrorCutOff(ctx, teamID, memberID, status == StatusDisabled)
 	return m, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 )
 
@@ -33,6 +34,34 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		if err != nil {
 			return err
 		}
+		teamRows, err := s.q.TeamList(ctx, tx)
+		if err != nil {
+			return err
+		}
+		limitRows, err := s.q.MemberLimitListAll(ctx, tx)
+		if err != nil {
+			return err
+		}
+		// Limits were validated when set; one that no longer validates (a
+		// hand-edited row) falls back to no limit of that kind, loudly.
+		policy := func(what string, id int64, l Limits) limiter.Policy {
+			p, err := l.Policy()
+			if err != nil {
+				log.Error("limits ignored: invalid", "of", what, "id", id, "err", err)
+				return limiter.Policy{}
+			}
+			return p
+		}
+		teams := make([]proxy.Team, len(teamRows))
+		for i, t := range teamRows {
+			teams[i] = proxy.Team{ID: t.ID, Limits: policy("team", t.ID,
+				limitsFrom(t.RateAlgorithm, t.RateLimit, t.RatePeriodMs, t.RateBurst, t.Concurrency))}
+		}
+		memberLimits := make(map[int64]limiter.Policy, len(limitRows))
+		for _, l := range limitRows {
+			memberLimits[l.MemberID] = policy("member", l.MemberID,
+				limitsFrom(l.RateAlgorithm, l.RateLimit, l.RatePeriodMs, l.RateBurst, l.Concurrency))
+		}
 		keys := make([]proxy.Key, 0, len(keyRows))
 		for _, k := range keyRows {
 			pk := proxy.Key{ID: k.ID, TeamID: k.TeamID, MemberID: k.MemberID, Revoked: k.RevokedAt != nil}
@@ -44,7 +73,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		}
 		members := make([]proxy.Member, len(memberRows))
 		for i, m := range memberRows {
-			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive}
+			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberLimits[m.ID]}
 		}
 		routes := make([]proxy.Route, 0, len(routeRows))
 		for _, r := range routeRows {
@@ -58,7 +87,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 				Dialect: proxy.Dialect(r.Dialect), CredentialHeader: r.CredentialHeader, CredentialEnv: r.CredentialEnv,
 				CredentialFormat: r.CredentialFormat, FailOpen: r.FailMode == "open"})
 		}
-		snap = proxy.NewSnapshot(keys, members, routes, now)
+		snap = proxy.NewSnapshot(teams, keys, members, routes, now)
 		return nil
 	})
 	if err != nil {

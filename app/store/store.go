@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,13 +44,50 @@ const ActorCLI Actor = "cli"
 
 // Store reads and writes the durable config.
 type Store struct {
-	pool *pgxpool.Pool
-	q    *db.Queries
+	pool   *pgxpool.Pool
+	q      *db.Queries
+	mirror Mirror
+	log    *slog.Logger
+}
+
+// Mirror is told of every revocation and cut-off right after it commits, so the
+// admission call refuses it on every replica at the next request instead of after
+// a snapshot reload. limiter.Limiter is one.
+type Mirror interface {
+	SetKeyRevoked(ctx context.Context, team, keyID string, revoked bool) error
+	SetMemberCutOff(ctx context.Context, team, member string, cutOff bool) error
 }
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: db.New()}
+	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler)}
+}
+
+// WithMirror returns a Store that mirrors revocations and cut-offs to m. A
+// failed mirror write is logged, not returned: the change is already durable and
+// every replica's snapshot enforces it within milliseconds anyway.
+func (s *Store) WithMirror(m Mirror, log *slog.Logger) *Store {
+	c := *s
+	c.mirror, c.log = m, log
+	return &c
+}
+
+func (s *Store) mirrorKeyRevoked(ctx context.Context, teamID int64, keyID string) {
+	if s.mirror == nil {
+		return
+	}
+	if err := s.mirror.SetKeyRevoked(ctx, strconv.FormatInt(teamID, 10), keyID, true); err != nil {
+		s.log.Warn("revocation not mirrored to the admission store; snapshots still enforce it", "key_id", keyID, "err", err)
+	}
+}
+
+func (s *Store) mirrorCutOff(ctx context.Context, teamID, memberID int64, cutOff bool) {
+	if s.mirror == nil {
+		return
+	}
+	if err := s.mirror.SetMemberCutOff(ctx, strconv.FormatInt(teamID, 10), strconv.FormatInt(memberID, 10), cutOff); err != nil {
+		s.log.Warn("cut-off not mirrored to the admission store; snapshots still enforce it", "member_id", memberID, "err", err)
+	}
 }
 
 // inTx runs fn in a transaction: every write and its audit row commit together.

@@ -25,22 +25,37 @@ var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // CreateTeam creates a team.
 func (s *Store) CreateTeam(ctx context.Context, actor Actor, name string) (Team, error) {
-	if !teamName.MatchString(name) {
-		return Team{}, invalid("name", "team name %q must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit", name)
+	if err := checkTeamName(name); err != nil {
+		return Team{}, err
 	}
 	var team Team
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.TeamCreate(ctx, tx, name)
-		if err != nil {
-			return mapErr(err)
-		}
-		team = teamFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: "team.create", target: name, after: team})
+		var err error
+		team, err = s.createTeam(ctx, tx, actor, name)
+		return err
 	})
 	if err != nil {
 		return Team{}, fmt.Errorf("store: create team %q: %w", name, err)
 	}
 	return team, nil
+}
+
+func checkTeamName(name string) error {
+	if !teamName.MatchString(name) {
+		return invalid("name", "team name %q must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// createTeam is CreateTeam inside the caller's transaction (first-run setup
+// creates the team and its owner together).
+func (s *Store) createTeam(ctx context.Context, tx pgx.Tx, actor Actor, name string) (Team, error) {
+	row, err := s.q.TeamCreate(ctx, tx, name)
+	if err != nil {
+		return Team{}, mapErr(err)
+	}
+	team := teamFrom(row)
+	return team, s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: "team.create", target: name, after: team})
 }
 
 // FindTeam resolves a team by name or numeric id.

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/tollgate/tollgate/app/store"
+)
+
+// setLimits changes a member's limits, or the team's without --member. Flags not
+// given keep their current value; 0 removes a limit.
+func setLimits(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	memberRef := c.flags.String("member", "", "member email or id (omit for the team-wide limits)")
+	algorithm := c.flags.String("algorithm", "", "token_bucket or sliding_window")
+	rate := c.flags.Int64("rate", 0, "requests per period (0: no rate limit)")
+	period := c.flags.Duration("period", 0, "rate period, e.g. 1s or 1m")
+	burst := c.flags.Int64("burst", 0, "token bucket capacity (0: same as --rate)")
+	concurrency := c.flags.Int64("concurrency", 0, "requests in flight at once (0: no cap)")
+	if err := c.parse(args, "team"); err != nil {
+		return err
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	var (
+		m       store.Member
+		current store.Limits
+	)
+	if *memberRef == "" {
+		current, err = c.st.TeamLimits(ctx, t.ID)
+	} else if _, m, err = c.member(ctx, *teamRef, *memberRef); err == nil {
+		current, err = c.st.MemberLimits(ctx, t.ID, m.ID)
+	}
+	if err != nil {
+		return err
+	}
+	l := current
+	c.flags.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "algorithm":
+			l.RateAlgorithm = *algorithm
+		case "rate":
+			l.RateLimit = *rate
+		case "period":
+			l.RatePeriod = *period
+		case "burst":
+			l.RateBurst = *burst
+		case "concurrency":
+			l.Concurrency = *concurrency
+		}
+	})
+	whose := "team " + t.Name
+	if *memberRef == "" {
+		l, err = c.st.SetTeamLimits(ctx, store.ActorCLI, t.ID, l)
+	} else {
+		whose = m.Email
+		l, err = c.st.SetMemberLimits(ctx, store.ActorCLI, t.ID, m.ID, l)
+	}
+	if err != nil {
+		return err
+	}
+	return c.print(l, func(w io.Writer) { fmt.Fprintf(w, "limits of %s: %s\n", whose, describeLimits(l)) })
+}
+
+func describeLimits(l store.Limits) string {
+	rate := "no rate limit"
+	if l.RateLimit > 0 {
+		rate = fmt.Sprintf("%d per %s (%s", l.RateLimit, l.RatePeriod, l.RateAlgorithm)
+		if l.RateBurst > 0 {
+			rate += fmt.Sprintf(", burst %d", l.RateBurst)
+		}
+		rate += ")"
+	}
+	conc := "no cap on requests in flight"
+	if l.Concurrency > 0 {
+		conc = fmt.Sprintf("at most %d in flight", l.Concurrency)
+	}
+	return rate + ", " + conc
+}

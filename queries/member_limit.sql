@@ -1,0 +1,15 @@
+-- name: MemberLimitGet :one
+SELECT * FROM member_limit WHERE team_id = @team_id AND member_id = @member_id;
+
+-- name: MemberLimitUpsert :one
+INSERT INTO member_limit (member_id, team_id, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency)
+VALUES (@member_id, @team_id, @rate_algorithm, @rate_limit, @rate_period_ms, @rate_burst, @concurrency)
+ON CONFLICT (member_id) DO UPDATE SET
+    rate_algorithm = excluded.rate_algorithm, rate_limit = excluded.rate_limit,
+    rate_period_ms = excluded.rate_period_ms, rate_burst = excluded.rate_burst,
+    concurrency = excluded.concurrency, updated_at = now()
+RETURNING *;
+
+-- name: MemberLimitListAll :many
+-- For the config snapshot.
+SELECT * FROM member_limit;
