@@ -16,15 +16,25 @@ build: ## build bin/tollgate and bin/mockprovider
 test: verify vet ## verify generated code, then go test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
 
-generate: ## regenerate sqlc (and templ) output
+generate: ## regenerate sqlc and templ output
 	$(GO) tool sqlc generate
+	$(GO) tool templ generate -path views
 
 verify: ## fail if generated code is stale or code is not gofmt-clean
 	@$(GO) tool sqlc diff || { echo "generated sqlc code is stale: run make generate and commit"; exit 1; }
+	@# templ has no diff mode: generate from a copy of views/*.templ and compare.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp views/*.templ "$$tmp" && \
+	  $(GO) tool templ generate -path "$$tmp" >/dev/null 2>&1 && \
+	  for f in "$$tmp"/*_templ.go views/*_templ.go; do \
+	    cmp -s "$$tmp/$${f##*/}" "views/$${f##*/}" || { echo "generated templ code is stale ($${f##*/}): run make generate and commit"; exit 1; }; \
+	  done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 vet: ## go vet
 	$(GO) vet ./...
 
-bench: ## Go benchmarks
+bench: ## Go benchmarks (admission cost vs a bare Redis PING, and the rest)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+loadtest: ## load scenarios on loopback; tables printed, JSON under loadtest/results/
+	$(GO) run ./loadtest

@@ -50,7 +50,7 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownTimeout:          30 * time.Second,
 		LogLevel:                 slog.LevelInfo,
 		RedisKeyPrefix:           "tg:",
-		RedisTimeout:             50 * time.Millisecond,
+		RedisTimeout:             150 * time.Millisecond,
 		Replicas:                 1,
 		ConcurrencyLease:         15 * time.Minute,
 	}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/migrations"
+)
+
+// cluster is what a scenario runs against, all on loopback: its own database,
+// its own Redis key prefix, a mock provider and gateway replicas, each a real
+// process started from freshly built binaries and stopped by PID at the end.
+type cluster struct {
+	bin        string // folder holding tollgate and mockprovider
+	dbName     string
+	dbURL      string
+	adminURL   string
+	redisURL   string
+	prefix     string
+	mockURL    string
+	procs      []*exec.Cmd
+	Store      *store.Store
+	pool       *pgxpool.Pool
+	TeamID     int64
+	Replicas   []string // base URLs
+	credential string
+}
+
+// buildBinaries compiles the gateway and the mock provider once per run.
+func buildBinaries(ctx context.Context) (string, error) {
+	dir, err := os.MkdirTemp("", "tollgate-loadtest-")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./cmd/tollgate", "./cmd/mockprovider")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build: %w", err)
+	}
+	return dir, nil
+}
+
+func newCluster(ctx context.Context, bin, baseDB, redisURL string) (*cluster, error) {
+	suffix := randomHex(6)
+	c := &cluster{bin: bin, dbName: "tollgate_loadtest_" + suffix, redisURL: redisURL, prefix: "loadtest:" + suffix + ":",
+		credential: "sk-loadtest-" + suffix}
+	u, err := url.Parse(baseDB)
+	if err != nil {
+		return nil, err
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	c.adminURL = admin.String()
+	u.Path = "/" + c.dbName
+	c.dbURL = u.String()
+	if err := migrations.EnsureDatabase(ctx, c.dbURL); err != nil {
+		return nil, err
+	}
+	if c.pool, err = pgxpool.New(ctx, c.dbURL); err != nil {
+		return nil, err
+	}
+	if err := migrations.Apply(ctx, c.pool); err != nil {
+		return nil, err
+	}
+	c.Store = store.New(c.pool)
+	team, err := c.Store.CreateTeam(ctx, store.ActorCLI, "loadtest")
+	if err != nil {
+		return nil, err
+	}
+	c.TeamID = team.ID
+
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c.mockURL = "http://127.0.0.1:" + port
+	os.Remove(filepath.Join(bin, "tollgate.log"))
+	if err := c.start(ctx, "mockprovider", []string{"-addr", "127.0.0.1:" + port, "-anthropic-key", c.credential}, nil, c.mockURL+"/v1/models"); err != nil {
+		return nil, err
+	}
+	_, err = c.Store.AddRoute(ctx, store.ActorCLI, store.RouteSpec{TeamID: c.TeamID, Preset: "anthropic", UpstreamURL: c.mockURL})
+	return c, err
+}
+
+// member adds a member with the given limits and returns a key for them.
+func (c *cluster) member(ctx context.Context, email string, l store.Limits) (string, error) {
+	m, err := c.Store.AddMember(ctx, store.ActorCLI, c.TeamID, email, store.RoleMember)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.Store.SetMemberLimits(ctx, store.ActorCLI, c.TeamID, m.ID, l); err != nil {
+		return "", err
+	}
+	k, err := c.Store.IssueKey(ctx, store.ActorCLI, c.TeamID, m.ID, "loadtest")
+	return k.Plaintext, err
+}
+
+// startReplicas starts n gateways; shared says whether they share Redis (the
+// product) or each keep limits in their own process (the failure mode).
+func (c *cluster) startReplicas(ctx context.Context, n int, shared bool) error {
+	for range n {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		env := []string{"DATABASE_URL=" + c.dbURL, "LISTEN_ADDR=127.0.0.1:" + port, "ANTHROPIC_API_KEY=" + c.credential,
+			"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n)}
+		if shared {
+			env = append(env, "REDIS_URL="+c.redisURL, "REDIS_KEY_PREFIX="+c.prefix)
+		}
+		base := "http://127.0.0.1:" + port
+		if err := c.start(ctx, "tollgate", []string{"serve"}, env, base+"/healthz"); err != nil {
+			return err
+		}
+		c.Replicas = append(c.Replicas, base)
+	}
+	return nil
+}
+
+// stopReplicas ends the gateways but keeps the database and mock, so the next
+// variant of a scenario starts from fresh counters.
+func (c *cluster) stopReplicas() {
+	keep := c.procs[:1] // the mock provider
+	for _, p := range c.procs[1:] {
+		stop(p)
+	}
+	c.procs, c.Replicas = keep, nil
+}
+
+func (c *cluster) start(ctx context.Context, name string, args, env []string, readyURL string) error {
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	cmd.Env = append(os.Environ(), env...)
+	logFile, err := os.OpenFile(filepath.Join(c.bin, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = io.Discard, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	c.procs = append(c.procs, cmd)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(readyURL)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s did not come up at %s: %w", name, readyURL, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// errorLines counts the gateways' logged errors by message, so a scenario can say
+// what went wrong besides its figures.
+func (c *cluster) errorLines() map[string]int {
+	counts := map[string]int{}
+	b, _ := os.ReadFile(filepath.Join(c.bin, "tollgate.log"))
+	for _, line := range strings.Split(string(b), "\n") {
+		var entry struct{ Msg, Err string }
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg != "" {
+			counts[entry.Msg+": "+entry.Err]++
+		}
+	}
+	return counts
+}
+
+// close stops every process by PID and drops the database and Redis keys.
+func (c *cluster) close() {
+	for _, p := range c.procs {
+		stop(p)
+	}
+	if c.pool != nil {
+		c.pool.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, c.adminURL); err == nil {
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{c.dbName}.Sanitize()+" WITH (FORCE)")
+		conn.Close(ctx)
+	}
+	if opts, err := redis.ParseURL(c.redisURL); err == nil {
+		r := redis.NewClient(opts)
+		defer r.Close()
+		iter := r.Scan(ctx, 0, c.prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			r.Unlink(ctx, iter.Val())
+		}
+	}
+}
+
+func stop(p *exec.Cmd) {
+	if p.Process == nil {
+		return
+	}
+	p.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.Process.Kill()
+		<-done
+	}
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
