@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/snapshot"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/migrations"
@@ -29,6 +30,7 @@ type App struct {
 	Store     *store.Store
 	Snapshots *snapshot.Source
 	gateway   *proxy.Gateway
+	console   *console.Console
 
 	closeLimiter func()
 }
@@ -52,6 +54,8 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
+	// The console writes through the mirrored store, so a cut-off made there
+	// binds in admission at the next request.
 	st := store.New(pool).WithMirror(lim, log)
 	snaps, err := snapshot.New(ctx, st, pool, cfg.ConfigPollInterval, log)
 	if err != nil {
@@ -70,7 +74,9 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		Limiter:           lim,
 		Lease:             cfg.ConcurrencyLease,
 	})
-	return &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, gateway: gw, closeLimiter: closeLimiter}, nil
+	con := console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
+		KeyRotationGrace: cfg.KeyRotationGrace})
+	return &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, gateway: gw, console: con, closeLimiter: closeLimiter}, nil
 }
 
 // Close releases the database pool and the limiter's connections.
@@ -79,11 +85,13 @@ func (a *App) Close() {
 	a.pool.Close()
 }
 
-// Routes is the one router: gateway routes under team prefixes, health below.
+// Routes is the one router: the console under /console and /static, health,
+// and every other path to the gateway's team prefixes.
 func (a *App) Routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(recoverer(a.log))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	a.console.Mount(r)
 	r.Handle("/*", a.gateway)
 	return r
 }

@@ -33,7 +33,8 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   disable-member --team T --member E
   enable-member  --team T --member E
   list           teams | members|keys|routes --team T
-  audit          [--team T] [--limit 50]`
+  audit          [--team T] [--limit 50]
+  setup-link     prints a one-time link (24h) that creates a team and its owner in the console`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
@@ -56,7 +57,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"create-team": createTeam, "add-member": addMember, "add-route": addRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
-		"list": list, "audit": audit, "set-limits": setLimits,
+		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app"
+	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
 )
@@ -71,12 +72,16 @@ func dev(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	signIn, err := ownerSignInLink(ctx, a.Store, *teamName, *email, cfg.PublicURL)
+	if err != nil {
+		return err
+	}
 	if err := a.Snapshots.Reload(ctx); err != nil {
 		return err
 	}
 	ready := env.Ready
 	env.Ready = func(publicURL string) {
-		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, upstreams)
+		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, upstreams)
 		if ready != nil {
 			ready(publicURL)
 		}
@@ -163,6 +168,25 @@ func withLocalRedis(getenv func(string) string) func(string) string {
 	}
 }
 
+// ownerSignInLink is how the local owner gets into the console: a one-time
+// owner invite that sets their password, while nobody has one yet; afterwards
+// the plain sign-in page.
+func ownerSignInLink(ctx context.Context, st *store.Store, teamName, email, publicURL string) (string, error) {
+	anyone, err := st.AnyCanSignIn(ctx)
+	if err != nil || anyone {
+		return publicURL + "/console/", err
+	}
+	team, err := st.FindTeam(ctx, teamName)
+	if err != nil {
+		return "", err
+	}
+	token, _, err := st.CreateInvite(ctx, store.ActorCLI, team.ID, email, store.RoleOwner)
+	if err != nil {
+		return "", err
+	}
+	return console.InviteURL(publicURL, token), nil
+}
+
 func startMock(addr, key string) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -173,7 +197,7 @@ func startMock(addr, key string) (string, func(), error) {
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
-func printNextSteps(env Env, publicURL, team, email, key string, upstreams map[string]string) {
+func printNextSteps(env Env, publicURL, team, email, key, signIn string, upstreams map[string]string) {
 	upstream := "the real Anthropic and OpenAI APIs"
 	if upstreams["anthropic"] != "" || upstreams["openai"] != "" {
 		upstream = "a built-in mock provider (set ANTHROPIC_API_KEY / OPENAI_API_KEY before the first make run to use the real ones)"
@@ -193,11 +217,14 @@ Or from an SDK, changing nothing but the base URL and key:
   anthropic.Anthropic(base_url="%[1]s/anthropic", api_key=os.environ["TOLLGATE_KEY"])
   OpenAI(base_url="%[1]s/openai/v1", api_key=os.environ["TOLLGATE_KEY"])
 
-Next: add a teammate and give them a key:
+The console, to invite teammates, hand out keys and cut off a runaway loop:
+  %[6]s
+
+Or from the command line:
   go run ./cmd/tollgate admin add-member --team %[2]s --email alice@example.com
   go run ./cmd/tollgate admin issue-key --team %[2]s --member alice@example.com
 Press Ctrl-C to stop.
-`, publicURL, team, upstream, email, key)
+`, publicURL, team, upstream, email, key, signIn)
 }
 
 func randomToken() string {

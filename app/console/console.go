@@ -1,0 +1,189 @@
+// Package console is the team's web console: sign-in, first-run setup, invites,
+// each member's own keys, and the owners' members, routes and audit pages. It
+// renders templ views (package views) with HTMX as an enhancement, and every
+// write calls the same store functions as the CLI, so it is audited the same way.
+package console
+
+import (
+	"cmp"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/static"
+)
+
+// Options configure a Console.
+type Options struct {
+	Store *store.Store
+	// Pool holds the sessions table, so any replica serves any session.
+	Pool *pgxpool.Pool
+	// Getenv tells whether a route's credential variable is set. Only emptiness
+	// is ever looked at; no value reaches a page.
+	Getenv func(string) string
+	// PublicURL is where members reach the gateway: it goes into snippets and
+	// links, and an https URL makes the session cookie Secure and __Host-.
+	PublicURL string
+	Logger    *slog.Logger
+	// KeyRotationGrace is how long a rotated key keeps working; default 24h.
+	KeyRotationGrace time.Duration
+	// SessionIdleTimeout signs a session out after this long without a request;
+	// default 8h. SessionLifetime ends it regardless; default 24h.
+	SessionIdleTimeout time.Duration
+	SessionLifetime    time.Duration
+	// SignInLimit bounds failed sign-ins; zero fields take the defaults.
+	SignInLimit SignInLimit
+}
+
+// SignInLimit is how many failed sign-ins are allowed within Window, per
+// account (default 10) and per remote address (default 50); default window 15m.
+type SignInLimit struct {
+	PerAccount int
+	PerAddress int
+	Window     time.Duration
+}
+
+// Console serves the console pages.
+type Console struct {
+	st        *store.Store
+	getenv    func(string) string
+	publicURL string
+	log       *slog.Logger
+	grace     time.Duration
+	sessions  *scs.SessionManager
+	accounts  *throttle
+	addresses *throttle
+	// hashing bounds concurrent sign-in attempts, each of which costs a
+	// memory-hard password hash (19 MiB), so a flood cannot exhaust memory.
+	hashing chan struct{}
+}
+
+// New returns a Console; Mount puts it on a router.
+func New(o Options) *Console {
+	limit := SignInLimit{
+		PerAccount: cmp.Or(o.SignInLimit.PerAccount, 10),
+		PerAddress: cmp.Or(o.SignInLimit.PerAddress, 50),
+		Window:     cmp.Or(o.SignInLimit.Window, 15*time.Minute),
+	}
+	c := &Console{
+		st:        o.Store,
+		getenv:    o.Getenv,
+		publicURL: strings.TrimRight(o.PublicURL, "/"),
+		log:       o.Logger,
+		grace:     cmp.Or(o.KeyRotationGrace, 24*time.Hour),
+		accounts:  newThrottle(limit.PerAccount, limit.Window),
+		addresses: newThrottle(limit.PerAddress, limit.Window),
+		hashing:   make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+	}
+	c.sessions = newSessions(o, c.log)
+	return c
+}
+
+// Prefix is where the console is mounted.
+const Prefix = "/console"
+
+// SetupURL is the first-run link for a setup token.
+func SetupURL(publicURL, token string) string {
+	return strings.TrimRight(publicURL, "/") + Prefix + "/setup/" + token
+}
+
+// InviteURL is the link for an invite token.
+func InviteURL(publicURL, token string) string {
+	return strings.TrimRight(publicURL, "/") + Prefix + "/invite/" + token
+}
+
+// access is who may call a route.
+type access int
+
+const (
+	anyone access = iota // sign-in, one-time links; they check their own token
+	member               // any signed-in member; handlers scope ids to the member's own rows (404 otherwise)
+	owner                // an active owner of the team in the session; others get 403
+)
+
+func (a access) String() string { return [...]string{"anyone", "member", "owner"}[a] }
+
+type route struct {
+	method, pattern string
+	access          access
+	handler         http.HandlerFunc
+}
+
+// routes is every console route with its authorization decision. Mount
+// registers exactly these; a test walks the mounted router and fails on any
+// route missing here.
+func (c *Console) routes() []route {
+	return []route{
+		{"GET", "/", member, c.showHome},
+		{"GET", "/signin", anyone, c.showSignIn},
+		{"POST", "/signin", anyone, c.signIn},
+		{"POST", "/signout", member, c.signOut},
+		{"GET", "/setup/{token}", anyone, c.showSetup},
+		{"POST", "/setup/{token}", anyone, c.completeSetup},
+		{"GET", "/invite/{token}", anyone, c.showInvite},
+		{"POST", "/invite/{token}", anyone, c.acceptInvite},
+
+		{"POST", "/keys", member, c.createKey},
+		{"POST", "/keys/{id}/rotate", member, c.rotateKey},
+		{"POST", "/keys/{id}/revoke", member, c.revokeKey},
+
+		{"GET", "/members", owner, c.listMembers},
+		{"POST", "/members/invite", owner, c.createInvite},
+		{"GET", "/members/{id}", owner, c.showMember},
+		{"POST", "/members/{id}/status", owner, c.setMemberStatus},
+		{"GET", "/routes", owner, c.listRoutes},
+		{"POST", "/routes", owner, c.addRoute},
+		{"GET", "/routes/{id}", owner, c.showRoute},
+		{"POST", "/routes/{id}", owner, c.updateRoute},
+		{"GET", "/audit", owner, c.showAudit},
+	}
+}
+
+// Mount adds the console under /console and its assets under /static.
+func (c *Console) Mount(r chi.Router) {
+	r.Handle(static.Prefix+"*", static.Handler())
+	r.Route(Prefix, func(r chi.Router) {
+		r.Use(securityHeaders, crossOrigin(c), c.sessions.LoadAndSave, c.loadViewer)
+		r.NotFound(func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, store.ErrNotFound) })
+		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+			c.failWith(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This address does not take that kind of request.")
+		})
+		for _, rt := range c.routes() {
+			r.With(c.require(rt.access)).Method(rt.method, rt.pattern, rt.handler)
+		}
+	})
+}
+
+// securityHeaders keeps console pages out of caches (they hold keys, links and
+// per-person data), out of frames, and limited to the console's own assets.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		// Setup and invite links carry their token in the path: never send it on.
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// crossOrigin refuses state-changing requests from other origins (Sec-Fetch-Site,
+// else Origin against Host) with 403, before any session is loaded.
+func crossOrigin(c *Console) func(http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.failWith(w, r, http.StatusForbidden, "Cross-origin request refused",
+			"The console only accepts changes from its own pages.")
+	}))
+	return cop.Handler
+}

@@ -1,0 +1,299 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tollgate/tollgate/app/apptest"
+	"github.com/tollgate/tollgate/app/console"
+	"github.com/tollgate/tollgate/app/dbtest"
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// TestBrowserJourney clicks through the console in headless Chromium, as the
+// team would: setup link → owner creates the team and a route → invites a
+// member → the member joins and creates a key → that key calls the gateway
+// through the Anthropic SDK → the owner cuts the member off → the member's next
+// call is refused and their page says so; they sign out and in. Screenshots of each screen go to
+// screenshots/ at the module root.
+func TestBrowserJourney(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no %s; install Debian's chromium package to run the browser journey", chromium)
+		}
+		t.Fatalf("CI: %s is missing: %v", chromium, err)
+	}
+	j := startJourney(t)
+
+	// The operator prints a setup link; the owner opens it.
+	token, _, err := j.st.CreateSetupLink(t.Context(), store.ActorCLI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := j.tab(t)
+	j.do(t, owner, "open the setup link", chromedp.Navigate(console.SetupURL(j.url, token)))
+	j.shot(t, owner, "01-setup")
+	j.do(t, owner, "create the team",
+		chromedp.SendKeys(chromedp.ID("team"), "acme"),
+		chromedp.SendKeys(chromedp.ID("email"), "owner@acme.test"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="keys"]`)))
+	j.shot(t, owner, "02-owner-home")
+
+	// The owner adds the Anthropic route (pointed at the mock provider).
+	j.do(t, owner, "add a route",
+		chromedp.Navigate(j.url+"/console/routes"),
+		chromedp.SendKeys(chromedp.ID("upstream"), j.mockURL),
+		chromedp.Submit(chromedp.ID("upstream")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="route-row"]`)))
+	if state := j.text(t, owner, `[data-testid="credential-state"]`); state != "set" {
+		t.Errorf("route credential shows %q, want set", state)
+	}
+	j.shot(t, owner, "03-routes")
+
+	// The owner invites a member.
+	j.do(t, owner, "invite a member",
+		chromedp.Navigate(j.url+"/console/members"),
+		chromedp.SendKeys(chromedp.ID("invite-email"), "ada@acme.test"),
+		chromedp.Submit(chromedp.ID("invite-email")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="invite-link"]`)))
+	link := j.text(t, owner, `[data-testid="invite-link"]`)
+	j.shot(t, owner, "04-invite")
+
+	// The member accepts in their own browser profile and creates a key.
+	member := j.tab(t)
+	j.do(t, member, "open the invite", chromedp.Navigate(link))
+	j.shot(t, member, "05-accept-invite")
+	j.do(t, member, "accept the invite",
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="create-key"]`)))
+	j.do(t, member, "create a key",
+		chromedp.SendKeys(chromedp.ID("key-name"), "laptop"),
+		chromedp.Click(chromedp.CSS(`[data-testid="create-key"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="new-key-value"]`)))
+	key := j.text(t, member, `[data-testid="new-key-value"]`)
+	j.shot(t, member, "06-member-new-key")
+	j.phoneShot(t, member, "06-member-new-key-phone")
+
+	// The key works through the gateway, with the official SDK.
+	client := anthropic.NewClient(anthropicoption.WithBaseURL(j.url+"/anthropic"), anthropicoption.WithAPIKey(key),
+		anthropicoption.WithMaxRetries(0))
+	call := func() error {
+		_, err := client.Messages.New(t.Context(), anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 16,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}})
+		return err
+	}
+	eventually(t, "the new key works through the gateway", func() bool { return call() == nil })
+
+	// The owner cuts the member off; the gateway refuses the next call.
+	j.do(t, owner, "cut the member off",
+		chromedp.Navigate(j.url+"/console/members"),
+		chromedp.Click(chromedp.CSS(`tr[data-email="ada@acme.test"] [data-testid="cut-off-button"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-email="ada@acme.test"] [data-testid="restore-button"]`)))
+	j.shot(t, owner, "07-members-cut-off")
+	eventually(t, "the cut-off member's call is refused with 403", func() bool {
+		var apiErr *anthropic.Error
+		return errors.As(call(), &apiErr) && apiErr.StatusCode == http.StatusForbidden
+	})
+
+	// The member's page says they are cut off.
+	j.do(t, member, "reload the member page", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="cut-off"]`)))
+	if strings.Contains(j.html(t, member), key) {
+		t.Error("the member page shows the key's plaintext again")
+	}
+	j.shot(t, member, "08-member-cut-off")
+	j.phoneShot(t, member, "08-member-cut-off-phone")
+
+	// Signing out and in again goes through the sign-in form.
+	j.do(t, member, "sign out",
+		chromedp.Click(chromedp.CSS(`form[action="/console/signout"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin"]`)))
+	j.shot(t, member, "10-signin")
+	j.do(t, member, "sign in",
+		chromedp.SendKeys(chromedp.ID("email"), "ada@acme.test"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="cut-off"]`)))
+
+	j.do(t, owner, "open the audit log", chromedp.Navigate(j.url+"/console/audit"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit"]`)))
+	j.shot(t, owner, "09-audit")
+	if html := j.html(t, owner); strings.Contains(html, providerSecret) || strings.Contains(html, key) {
+		t.Error("the audit page shows a secret")
+	}
+}
+
+// journey is one server with the console and the gateway on one router, as
+// app.Routes mounts them, in front of a mock provider.
+type journey struct {
+	st      *store.Store
+	url     string
+	mockURL string
+	browser context.Context
+	shots   string
+}
+
+func startJourney(t *testing.T) *journey {
+	t.Helper()
+	dbURL := dbtest.Schema(t)
+	pool := dbtest.Pool(t, dbURL)
+	upstream := httptest.NewServer(mock.New(mock.Options{AnthropicKey: providerSecret}))
+	t.Cleanup(upstream.Close)
+	// The replica keeps its config snapshot fresh (LISTEN/NOTIFY); its router
+	// serves the gateway half of the journey's server.
+	gw := apptest.Start(t, dbURL, map[string]string{"ANTHROPIC_API_KEY": providerSecret, "CONFIG_POLL_INTERVAL": "10m"})
+	srv := httptest.NewUnstartedServer(nil)
+	// The replica's own store mirrors revocations and cut-offs to its limiter,
+	// as the console's writes will in app.New.
+	j := &journey{st: gw.App.Store, url: "http://" + srv.Listener.Addr().String(), mockURL: upstream.URL}
+	c := console.New(console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] }})
+	r := chi.NewRouter()
+	c.Mount(r)
+	r.Handle("/*", gw.App.Routes())
+	srv.Config.Handler = r
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	j.shots = filepath.Join(moduleRoot(t), "screenshots")
+	if err := os.MkdirAll(j.shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancel)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(browser); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	j.browser = browser
+	return j
+}
+
+// tab opens a tab in a fresh browser context: its own cookies, like another
+// person's browser. It accepts every confirm() dialog.
+func (j *journey) tab(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(j.browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	return ctx
+}
+
+func (j *journey) do(t *testing.T, tab context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		j.shot(t, tab, "failed-"+strings.ReplaceAll(what, " ", "-"))
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (j *journey) text(t *testing.T, tab context.Context, css string) string {
+	t.Helper()
+	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(css)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", css, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+func (j *journey) html(t *testing.T, tab context.Context) string {
+	t.Helper()
+	s, err := chromedp.Run(tab, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// shot saves a full-page screenshot as name.png.
+func (j *journey) shot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(j.shots, name+".png"), png, 0o644)
+	}
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+	}
+}
+
+// phoneShot saves a screenshot at a phone's width, then restores the laptop's.
+func (j *journey) phoneShot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	j.do(t, tab, "emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	j.shot(t, tab, name)
+	j.do(t, tab, "emulate a laptop", chromedp.EmulateViewport(1280, 900))
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// eventually polls cond for up to 10s: config changes reach the gateway's
+// snapshot through LISTEN/NOTIFY, a few milliseconds after the console's write.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,190 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/views"
+)
+
+// Key actions. A member acts on their own keys; an owner on any key of the
+// team. Any other key id is 404, exactly like one that does not exist.
+
+func (c *Console) showHome(w http.ResponseWriter, r *http.Request) {
+	c.renderKeys(w, r, http.StatusOK, viewerFrom(r.Context()).member, nil, "")
+}
+
+// createKey issues a key to the viewer. The form takes a name and nothing else:
+// which member, limits and routes are never the caller's to choose.
+func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "name")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	issued, err := c.st.IssueKey(r.Context(), v.actor(), v.team.ID, v.member.ID, form.Get("name"))
+	c.afterKeyChange(w, r, v.member, &issued, err)
+}
+
+func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "confirm")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	k, m, err := c.visibleKey(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if form.Get("confirm") != "yes" {
+		c.confirmKey(w, r, "Rotate key "+k.ID+"?", "You get a new key, shown once. The old key keeps working until "+
+			formatTime(time.Now().Add(c.grace))+", then it is refused.", "Rotate")
+		return
+	}
+	v := viewerFrom(r.Context())
+	issued, err := c.st.RotateKey(r.Context(), v.actor(), v.team.ID, k.ID, c.grace)
+	c.afterKeyChange(w, r, m, &issued, err)
+}
+
+func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "confirm")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	k, m, err := c.visibleKey(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if form.Get("confirm") != "yes" {
+		c.confirmKey(w, r, "Revoke key "+k.ID+"?", "Calls with this key are refused at once. This cannot be undone.", "Revoke")
+		return
+	}
+	v := viewerFrom(r.Context())
+	_, err = c.st.RevokeKey(r.Context(), v.actor(), v.team.ID, k.ID)
+	c.afterKeyChange(w, r, m, nil, err)
+}
+
+// visibleKey finds the {id} key of the path if the viewer may act on it, with
+// the member it belongs to.
+func (c *Console) visibleKey(r *http.Request) (store.Key, store.Member, error) {
+	ctx := r.Context()
+	v := viewerFrom(ctx)
+	keys, err := c.st.Keys(ctx, v.team.ID)
+	if err != nil {
+		return store.Key{}, store.Member{}, err
+	}
+	i := slices.IndexFunc(keys, func(k store.Key) bool { return k.ID == chi.URLParam(r, "id") })
+	if i < 0 || (keys[i].MemberID != v.member.ID && !v.owner()) {
+		return store.Key{}, store.Member{}, store.ErrNotFound
+	}
+	m, err := c.st.FindMember(ctx, v.team.ID, strconv.FormatInt(keys[i].MemberID, 10))
+	return keys[i], m, err
+}
+
+func (c *Console) confirmKey(w http.ResponseWriter, r *http.Request, title, message, button string) {
+	v := viewerFrom(r.Context())
+	c.render(w, r, http.StatusOK, views.ConfirmPage(views.Confirm{Nav: nav(v, views.TabKeys), Title: title,
+		Message: message, Action: r.URL.Path, Button: button, Cancel: Prefix + "/"}))
+}
+
+// afterKeyChange shows member m's keys after a write: a refused write with its
+// message (422), a new key with its plaintext, which is never stored and so
+// never shown again.
+func (c *Console) afterKeyChange(w http.ResponseWriter, r *http.Request, m store.Member, issued *store.IssuedKey, err error) {
+	msg := validation(err)
+	if err != nil && msg == "" {
+		c.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if msg != "" {
+		status, issued = http.StatusUnprocessableEntity, nil
+	}
+	c.renderKeys(w, r, status, m, issued, msg)
+}
+
+// renderKeys renders member m's keys: the section for HTMX, else the page it
+// sits in (the viewer's own page, or an owner's view of m).
+func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, status int, m store.Member, issued *store.IssuedKey, msg string) {
+	ctx := r.Context()
+	v := viewerFrom(ctx)
+	if m.ID != v.member.ID {
+		vm, err := c.memberPage(ctx, m, issued, msg)
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		c.pageOrPartial(w, r, status, views.MemberPage(vm), views.KeysSection(vm.Keys))
+		return
+	}
+	keys, err := c.keysSection(ctx, m, issued, msg)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	routes, err := c.st.Routes(ctx, v.team.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	var snippetRoutes []views.SnippetRoute
+	for _, rt := range routes {
+		snippetRoutes = append(snippetRoutes, views.SnippetRoute{Prefix: rt.Prefix, Dialect: rt.Dialect})
+	}
+	home := views.Home{Nav: nav(v, views.TabKeys), Disabled: m.Status != store.StatusActive, Keys: keys,
+		Snippets: views.Snippets(c.publicURL, snippetRoutes)}
+	c.pageOrPartial(w, r, status, views.HomePage(home), views.KeysSection(keys))
+}
+
+// keysSection is member m's keys, newest first, as the viewer may act on them.
+func (c *Console) keysSection(ctx context.Context, m store.Member, issued *store.IssuedKey, msg string) (views.Keys, error) {
+	v := viewerFrom(ctx)
+	keys, err := c.st.Keys(ctx, v.team.ID)
+	if err != nil {
+		return views.Keys{}, err
+	}
+	active := m.Status == store.StatusActive
+	now := time.Now()
+	vm := views.Keys{Own: m.ID == v.member.ID, Disabled: !active, CreateURL: Prefix + "/keys", Error: msg,
+		GraceEnd: formatTime(now.Add(c.grace))}
+	if issued != nil {
+		vm.New = &views.NewKey{ID: issued.ID, Plaintext: issued.Plaintext}
+	}
+	for _, k := range slices.Backward(keys) {
+		if k.MemberID != m.ID {
+			continue
+		}
+		url := Prefix + "/keys/" + k.ID
+		row := views.KeyRow{ID: k.ID, Name: k.Name, State: k.State(now), Created: formatTime(k.CreatedAt)}
+		if row.State == "grace" {
+			row.Until = formatTime(*k.ExpiresAt)
+		}
+		if row.State == "active" && active {
+			row.RotateURL = url + "/rotate"
+		}
+		if keyWorks(row.State) {
+			row.RevokeURL = url + "/revoke"
+		}
+		if vm.New != nil && k.ReplacedBy != nil && *k.ReplacedBy == issued.ID {
+			vm.New.Replaces, vm.New.OldUntil = k.ID, row.Until
+			if row.State == "revoked" {
+				vm.New.OldUntil = "now (revoked)"
+			}
+		}
+		vm.Rows = append(vm.Rows, row)
+	}
+	return vm, nil
+}
+
+// keyWorks reports whether a key in state still authenticates.
+func keyWorks(state string) bool { return state == "active" || state == "grace" }

@@ -1,0 +1,185 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/views"
+)
+
+// Owner pages about people: the member table, one member, invites, cut-off.
+
+func (c *Console) listMembers(w http.ResponseWriter, r *http.Request) {
+	vm, err := c.membersPage(r.Context(), views.Invite{})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, views.MembersPage(vm))
+}
+
+func (c *Console) membersPage(ctx context.Context, invite views.Invite) (views.Members, error) {
+	v := viewerFrom(ctx)
+	members, err := c.st.Members(ctx, v.team.ID)
+	if err != nil {
+		return views.Members{}, err
+	}
+	keys, err := c.st.Keys(ctx, v.team.ID)
+	if err != nil {
+		return views.Members{}, err
+	}
+	live := map[int64]int{}
+	now := time.Now()
+	for _, k := range keys {
+		if keyWorks(k.State(now)) {
+			live[k.MemberID]++
+		}
+	}
+	vm := views.Members{Nav: nav(v, views.TabMembers)}
+	for _, m := range members {
+		vm.Rows = append(vm.Rows, memberRow(v, m, live[m.ID]))
+	}
+	vm.Invite, err = c.inviteSection(ctx, invite)
+	return vm, err
+}
+
+func memberRow(v *viewer, m store.Member, liveKeys int) views.MemberRow {
+	url := Prefix + "/members/" + strconv.FormatInt(m.ID, 10)
+	return views.MemberRow{ID: m.ID, Email: m.Email, Role: m.Role, Status: m.Status, Keys: liveKeys,
+		URL: url, StatusURL: url + "/status", Self: m.ID == v.member.ID}
+}
+
+func (c *Console) inviteSection(ctx context.Context, vm views.Invite) (views.Invite, error) {
+	pending, err := c.st.PendingInvites(ctx, viewerFrom(ctx).team.ID)
+	for _, p := range pending {
+		vm.Pending = append(vm.Pending, views.PendingInvite{Email: p.Email, Role: p.Role, ExpiresAt: formatTime(p.ExpiresAt)})
+	}
+	return vm, err
+}
+
+// createInvite makes a one-time link; it is in this response only.
+func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "email", "role")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	vm := views.Invite{Email: form.Get("email"), Role: form.Get("role")}
+	status := http.StatusOK
+	token, inv, err := c.st.CreateInvite(r.Context(), v.actor(), v.team.ID, form.Get("email"), form.Get("role"))
+	if msg := validation(err); msg != "" {
+		vm.Error, status = msg, http.StatusUnprocessableEntity
+	} else if err != nil {
+		c.fail(w, r, err)
+		return
+	} else {
+		vm = views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)}
+	}
+	if isHTMX(r) {
+		if vm, err = c.inviteSection(r.Context(), vm); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		c.render(w, r, status, views.InviteSection(vm))
+		return
+	}
+	page, err := c.membersPage(r.Context(), vm)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, status, views.MembersPage(page))
+}
+
+// teamMember resolves the {id} of the path within the viewer's team.
+func (c *Console) teamMember(r *http.Request) (store.Member, error) {
+	if _, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64); err != nil {
+		return store.Member{}, store.ErrNotFound
+	}
+	return c.st.FindMember(r.Context(), viewerFrom(r.Context()).team.ID, chi.URLParam(r, "id"))
+}
+
+func (c *Console) showMember(w http.ResponseWriter, r *http.Request) {
+	m, err := c.teamMember(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	vm, err := c.memberPage(r.Context(), m, nil, "")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, views.MemberPage(vm))
+}
+
+func (c *Console) memberPage(ctx context.Context, m store.Member, issued *store.IssuedKey, keyErr string) (views.Member, error) {
+	v := viewerFrom(ctx)
+	keys, err := c.keysSection(ctx, m, issued, keyErr)
+	if err != nil {
+		return views.Member{}, err
+	}
+	live := 0
+	for _, k := range keys.Rows {
+		if keyWorks(k.State) {
+			live++
+		}
+	}
+	return views.Member{Nav: nav(v, views.TabMembers), Row: memberRow(v, m, live), Keys: keys}, nil
+}
+
+// setMemberStatus cuts a member off or restores them. Cutting off asks first.
+func (c *Console) setMemberStatus(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "status", "confirm")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	m, err := c.teamMember(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	status := form.Get("status")
+	if m.ID == v.member.ID {
+		c.failWith(w, r, http.StatusBadRequest, "Not yourself", "You cannot change your own status.")
+		return
+	}
+	if status == store.StatusDisabled && form.Get("confirm") != "yes" {
+		c.render(w, r, http.StatusOK, views.ConfirmPage(views.Confirm{Nav: nav(v, views.TabMembers),
+			Title: "Cut off " + m.Email + "?", Message: "Their keys are refused at once, on every replica, until an owner restores them.",
+			Action: r.URL.Path, Fields: map[string]string{"status": status}, Button: "Cut off", Cancel: Prefix + "/members"}))
+		return
+	}
+	m, err = c.st.SetMemberStatus(r.Context(), v.actor(), v.team.ID, m.ID, status)
+	if msg := validation(err); msg != "" {
+		c.failWith(w, r, http.StatusBadRequest, "Not changed", msg)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if !isHTMX(r) {
+		http.Redirect(w, r, Prefix+"/members", http.StatusSeeOther)
+		return
+	}
+	vm, err := c.memberPage(r.Context(), m, nil, "")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, views.MemberRowView(vm.Row))
+}
+
+// nav is the header for the viewer with tab active.
+func nav(v *viewer, tab string) views.Nav {
+	return views.Nav{Email: v.member.Email, Team: v.team.Name, Owner: v.owner(), Active: tab}
+}

@@ -1,0 +1,89 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/views"
+)
+
+func (c *Console) showSignIn(w http.ResponseWriter, r *http.Request) {
+	if viewerFrom(r.Context()) != nil {
+		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, views.SignInPage(views.SignIn{}))
+}
+
+// signIn checks an email and password. Failures are counted per account and
+// per remote address; past either limit every attempt is refused for a while,
+// right password or not. The message never says which part was wrong or
+// whether the account exists.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "email", "password")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	email := strings.ToLower(strings.TrimSpace(form.Get("email")))
+	account, address := "account:"+email, "address:"+remoteHost(r)
+	if wait := max(c.accounts.retryAfter(account), c.addresses.retryAfter(address)); wait > 0 {
+		minutes := int(wait.Round(time.Minute) / time.Minute)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		c.render(w, r, http.StatusTooManyRequests, views.SignInPage(views.SignIn{Email: email,
+			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(minutes, 1))}))
+		return
+	}
+
+	select {
+	case c.hashing <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	m, err := c.st.SignIn(r.Context(), email, form.Get("password"))
+	<-c.hashing
+	if errors.Is(err, store.ErrBadCredentials) {
+		c.accounts.fail(account)
+		c.addresses.fail(address)
+		c.render(w, r, http.StatusUnauthorized, views.SignInPage(views.SignIn{Email: email, Error: "Wrong email or password."}))
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.accounts.reset(account)
+	if err := c.signInAs(w, r, m); err != nil {
+		c.fail(w, r, err)
+	}
+}
+
+// signOut ends the session: its row is deleted, so the old cookie is worthless.
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	if _, err := readForm(w, r); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if err := c.sessions.Destroy(r.Context()); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+}
+
+// remoteHost is the client's address as this process sees it. Behind a proxy
+// that is the proxy's address, which makes the per-address limit shared by
+// everyone behind it; the per-account limit still holds.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,28 @@
+package views
+
+// Audit is the team's audit log, newest first.
+type Audit struct {
+	Nav  Nav
+	Rows []AuditRow
+}
+
+// AuditRow is one recorded change.
+type AuditRow struct {
+	At     string
+	Actor  string
+	Action string
+	Target string
+	Detail string // the change as JSON, if recorded
+}
+
+// Confirm asks before a destructive action when JavaScript is off (with
+// JavaScript, hx-confirm asks and the page never shows).
+type Confirm struct {
+	Nav     Nav
+	Title   string
+	Message string
+	Action  string
+	Fields  map[string]string // posted again, with confirm=yes
+	Button  string
+	Cancel  string
+}

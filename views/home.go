@@ -1,0 +1,117 @@
+package views
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Home is a member's own page.
+type Home struct {
+	Nav      Nav
+	Disabled bool // cut off by an owner
+	Keys     Keys
+	Snippets []Snippet
+}
+
+// Snippet is ready-to-paste code that calls the gateway.
+type Snippet struct {
+	Title string
+	Code  string
+}
+
+// SnippetRoute is a team route a snippet can call.
+type SnippetRoute struct {
+	Prefix  string
+	Dialect string // anthropic, openai or generic
+}
+
+// Snippets returns code for the official SDKs and curl, pointed at each of the
+// team's routes on baseURL; the key comes from $TOLLGATE_KEY, never the page.
+func Snippets(baseURL string, routes []SnippetRoute) []Snippet {
+	baseURL = strings.TrimRight(baseURL, "/")
+	var out []Snippet
+	for _, r := range routes {
+		url := baseURL + r.Prefix
+		switch r.Dialect {
+		case "anthropic":
+			out = append(out,
+				Snippet{"Anthropic SDK, Python (" + r.Prefix + ")", fmt.Sprintf(anthropicPython, url)},
+				Snippet{"Anthropic SDK, TypeScript (" + r.Prefix + ")", fmt.Sprintf(anthropicTS, url)},
+				Snippet{"curl (" + r.Prefix + ")", fmt.Sprintf(anthropicCurl, url)})
+		case "openai":
+			out = append(out,
+				Snippet{"OpenAI SDK, Python (" + r.Prefix + ")", fmt.Sprintf(openaiPython, url+"/v1")},
+				Snippet{"OpenAI SDK, TypeScript (" + r.Prefix + ")", fmt.Sprintf(openaiTS, url+"/v1")},
+				Snippet{"curl (" + r.Prefix + ")", fmt.Sprintf(openaiCurl, url)})
+		default:
+			out = append(out, Snippet{"curl (" + r.Prefix + ")", fmt.Sprintf(genericCurl, url)})
+		}
+	}
+	return out
+}
+
+const anthropicPython = `import os
+import anthropic
+
+client = anthropic.Anthropic(
+    base_url="%s",
+    api_key=os.environ["TOLLGATE_KEY"],
+)
+message = client.messages.create(
+    model="claude-sonnet-4-5",
+    max_tokens=256,
+    messages=[{"role": "user", "content": "Hello"}],
+)
+print(message.content[0].text)`
+
+const anthropicTS = `import Anthropic from "@anthropic-ai/sdk";
+
+const client = new Anthropic({
+  baseURL: "%s",
+  apiKey: process.env.TOLLGATE_KEY,
+});
+const message = await client.messages.create({
+  model: "claude-sonnet-4-5",
+  max_tokens: 256,
+  messages: [{ role: "user", content: "Hello" }],
+});
+console.log(message.content);`
+
+const anthropicCurl = `curl %s/v1/messages \
+  -H "x-api-key: $TOLLGATE_KEY" \
+  -H "anthropic-version: 2023-06-01" \
+  -H "content-type: application/json" \
+  -d '{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[{"role":"user","content":"Hello"}]}'`
+
+const openaiPython = `import os
+from openai import OpenAI
+
+client = OpenAI(
+    base_url="%s",
+    api_key=os.environ["TOLLGATE_KEY"],
+)
+completion = client.chat.completions.create(
+    model="gpt-4o-mini",
+    messages=[{"role": "user", "content": "Hello"}],
+)
+print(completion.choices[0].message.content)`
+
+const openaiTS = `import OpenAI from "openai";
+
+const client = new OpenAI({
+  baseURL: "%s",
+  apiKey: process.env.TOLLGATE_KEY,
+});
+const completion = await client.chat.completions.create({
+  model: "gpt-4o-mini",
+  messages: [{ role: "user", content: "Hello" }],
+});
+console.log(completion.choices[0].message.content);`
+
+const openaiCurl = `curl %s/v1/chat/completions \
+  -H "Authorization: Bearer $TOLLGATE_KEY" \
+  -H "content-type: application/json" \
+  -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello"}]}'`
+
+const genericCurl = `curl %s/ \
+  -H "Authorization: Bearer $TOLLGATE_KEY"`

@@ -1,0 +1,55 @@
+package views
+
+// Members is the owner's team page.
+type Members struct {
+	Nav    Nav
+	Rows   []MemberRow
+	Invite Invite
+}
+
+// MemberRow is one member in the owner's table.
+type MemberRow struct {
+	ID        int64
+	Email     string
+	Role      string
+	Status    string // active or disabled
+	Keys      int    // keys that still work
+	URL       string
+	StatusURL string
+	Self      bool // the viewer: they cannot cut themselves off
+	Usage     *MemberUsage
+}
+
+// MemberUsage is a member's live traffic and spend. It stays nil until the
+// admission and ledger work provides the figures; the table shows "—" rather
+// than an invented number.
+type MemberUsage struct {
+	Requests  string
+	Throttled string
+	Spend     string
+}
+
+// Invite is the invite form and the link it just made.
+type Invite struct {
+	Email     string
+	Role      string
+	Error     string
+	Link      string // shown once, right after it is made
+	LinkEmail string
+	ExpiresAt string
+	Pending   []PendingInvite
+}
+
+// PendingInvite is an invite not yet used.
+type PendingInvite struct {
+	Email     string
+	Role      string
+	ExpiresAt string
+}
+
+// Member is an owner's view of one member.
+type Member struct {
+	Nav  Nav
+	Row  MemberRow
+	Keys Keys
+}

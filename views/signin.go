@@ -1,0 +1,30 @@
+package views
+
+import "github.com/tollgate/tollgate/app/store"
+
+// SignIn is the sign-in form, refilled after a failure.
+type SignIn struct {
+	Email string
+	Error string
+}
+
+// Setup is the first-run form that creates a team and its owner.
+type Setup struct {
+	Action    string
+	Team      string
+	Email     string
+	ExpiresAt string
+	Error     string
+}
+
+// InviteAccept is the form a member opens from an invite link.
+type InviteAccept struct {
+	Action string
+	Team   string
+	Email  string
+	Role   string
+	Error  string
+}
+
+// PasswordMinLen is the shortest password the store accepts, for the form's hint.
+const PasswordMinLen = store.PasswordMinLen
