@@ -7,8 +7,11 @@ export PATH := $(shell $(GO) env GOROOT)/bin:$(PATH)
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
+# Extra flags for `tollgate dev`, e.g. make run RUN_ARGS="--mock-addr 127.0.0.1:9998".
+RUN_ARGS ?=
+
 run: ## the newcomer's command: gateway + local team on local Postgres (mock upstream without provider keys)
-	$(GO) run ./cmd/tollgate dev
+	$(GO) run ./cmd/tollgate dev $(RUN_ARGS)
 
 build: ## build bin/tollgate and bin/mockprovider
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/tollgate ./cmd/mockprovider

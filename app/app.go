@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/console"
+	"github.com/tollgate/tollgate/app/ledger"
 	"github.com/tollgate/tollgate/app/snapshot"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/migrations"
@@ -31,6 +32,7 @@ type App struct {
 	Snapshots *snapshot.Source
 	gateway   *proxy.Gateway
 	console   *console.Console
+	ledger    *ledger.Writer
 
 	closeLimiter func()
 }
@@ -63,7 +65,9 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	gw := proxy.New(proxy.Options{
+	lw := ledger.New(st, ledger.Options{Logger: log})
+	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, closeLimiter: closeLimiter}
+	a.gateway = proxy.New(proxy.Options{
 		Snapshots:         snaps,
 		Getenv:            getenv,
 		Logger:            log,
@@ -73,10 +77,13 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		Transport:         proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: cfg.UpstreamFirstByteTimeout}),
 		Limiter:           lim,
 		Lease:             cfg.ConcurrencyLease,
+		Ledger:            lw,
+		Rebuild:           a.teamState,
+		MaxInflatedBytes:  cfg.MaxInflatedBodyBytes,
 	})
-	con := console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
+	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
 		KeyRotationGrace: cfg.KeyRotationGrace})
-	return &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, gateway: gw, console: con, closeLimiter: closeLimiter}, nil
+	return a, nil
 }
 
 // Close releases the database pool and the limiter's connections.
@@ -102,6 +109,12 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	runCtx, stopSnapshots := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSnapshots()
 	go a.Snapshots.Run(runCtx)
+	// The ledger outlives the listener: requests drained at shutdown still settle,
+	// and its final flush runs once they have.
+	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
+	ledgerDone := make(chan struct{})
+	go func() { a.ledger.Run(ledgerCtx, max(a.cfg.ShutdownTimeout, 5*time.Second)); close(ledgerDone) }()
+	defer func() { stopLedger(); <-ledgerDone }()
 
 	srv := &http.Server{
 		Handler: a.Routes(),

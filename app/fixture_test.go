@@ -97,12 +97,21 @@ type response struct {
 
 func do(t *testing.T, req *http.Request) response {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
+	r, err := send(req)
 	must(t, err)
+	return r
+}
+
+// send is do for a response that may end early (a cut stream): it returns what
+// arrived and the read error.
+func send(req *http.Request) (response, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{}, err
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}, err
 }
 
 // eventually polls cond until it holds or the deadline passes.

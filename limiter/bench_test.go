@@ -19,7 +19,7 @@ func benchRequest() limiter.Request {
 }
 
 // TestAdmitIsOneRoundTrip counts what the client sends: one EVALSHA per Admit and one
-// per Release, once the script is cached in Redis.
+// per Settle, once the scripts are cached in Redis, with and without budget and TPM.
 func TestAdmitIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	client := redistest.Client(t)
@@ -29,23 +29,38 @@ func TestAdmitIsOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	req := benchRequest()
 	admit(t, l, req)
-	if err := l.Release(ctx, req.Team, req.Member, "warm-up"); err != nil {
+	if err := release(ctx, l, req.Team, req.Member, "warm-up"); err != nil {
 		t.Fatal(err)
 	}
+	rebuildEmpty(t, l, req.Team, nil)
+	budgeted := budgetRequest()
 	const n = 50
 	trips.n.Store(0)
-	for range n {
-		req.RequestID = rid()
-		if d := admit(t, l, req); !d.Allowed {
+	for i := range n {
+		r := req
+		if i%2 == 1 {
+			r = budgeted
+		}
+		r.RequestID = rid()
+		d := admit(t, l, r)
+		if !d.Allowed {
 			t.Fatalf("%+v", d)
 		}
-		if err := l.Release(ctx, req.Team, req.Member, req.RequestID); err != nil {
-			t.Fatal(err)
-		}
+		settle(t, l, limiter.Settlement{Team: r.Team, Member: r.Member, RequestID: r.RequestID, Cost: r.Hold / 2, Tokens: r.Tokens, Epoch: d.Epoch})
 	}
 	if got := trips.n.Load(); got != 2*n {
-		t.Fatalf("%d round trips for %d Admit+Release, want %d", got, n, 2*n)
+		t.Fatalf("%d round trips for %d Admit+Settle, want %d", got, n, 2*n)
 	}
+}
+
+// budgetRequest is a paid request: BenchmarkAdmitTypical's limits plus a member daily
+// budget, a member TPM limit and a team monthly budget, none of them ever refusing.
+func budgetRequest() limiter.Request {
+	return limiter.Request{Team: "team", Member: "ada", KeyID: "key", Lease: time.Minute, Hold: 5000, Tokens: 2000,
+		Meta: "member=7 key=k1",
+		MemberPolicy: limiter.Policy{Rate: tokenBucket(1<<30, time.Second, 0), Concurrency: 64,
+			Budget: budget(1<<50, limiter.PeriodDaily), TokensPerMinute: limiter.MaxTokens},
+		TeamPolicy: limiter.Policy{Budget: budget(1<<51, limiter.PeriodMonthly)}}
 }
 
 // BenchmarkAdmit and BenchmarkPing run sequentially on one client, so the difference
@@ -105,5 +120,25 @@ func BenchmarkAdmitTypical(b *testing.B) {
 		req.RequestID = rid()
 		_, err := l.Admit(ctx, req)
 		return err
-	}, func() error { return l.Release(ctx, req.Team, req.Member, req.RequestID) })
+	}, func() error { return release(ctx, l, req.Team, req.Member, req.RequestID) })
+}
+
+// BenchmarkAdmitBudget is BenchmarkAdmitTypical for a paid request: the same limits
+// plus budgets and TPM, each request settled (untimed) at half its hold.
+func BenchmarkAdmitBudget(b *testing.B) {
+	l := limiter.NewRedis(redistest.Client(b), limiter.RedisOptions{Prefix: redistest.Prefix(b), Timeout: time.Second})
+	req := budgetRequest()
+	rebuildEmpty(b, l, req.Team, nil)
+	ctx := context.Background()
+	var epoch int64
+	benchLatency(b, func(ctx context.Context) error {
+		req.RequestID = rid()
+		d, err := l.Admit(ctx, req)
+		epoch = d.Epoch
+		return err
+	}, func() error {
+		_, err := l.Settle(ctx, limiter.Settlement{Team: req.Team, Member: req.Member, RequestID: req.RequestID,
+			Cost: req.Hold / 2, Tokens: req.Tokens / 2, Epoch: epoch})
+		return err
+	})
 }

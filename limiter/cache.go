@@ -18,6 +18,8 @@ import (
 // be shorter than the script's if the team limit got tighter meanwhile, and a key
 // revoked through another replica reads as a rate refusal until the deadline.
 // Concurrency refusals are never cached: slots come back whenever a response completes.
+// A cached refusal carries no budget figures (BudgetRemaining -1) and sweeps no
+// expired holds; the next call that reaches Redis does.
 type refusalCache struct {
 	mu      sync.Mutex
 	entries map[refusalKey]refusal
@@ -64,7 +66,7 @@ func (c *refusalCache) get(req *Request, now time.Time) (Decision, bool) {
 		return Decision{}, false
 	}
 	return Decision{Reason: ReasonRate, Scope: best.scope, Limit: best.limit,
-		Reset: best.resetAt.Sub(now), RetryAfter: best.retryAt.Sub(now)}, true
+		Reset: best.resetAt.Sub(now), RetryAfter: best.retryAt.Sub(now), BudgetRemaining: -1}, true
 }
 
 // put caches d if it is a rate refusal; sent is the local time the call was sent.

@@ -1,6 +1,7 @@
 package limiter_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestOverLimitCache(t *testing.T) {
 		want := first
 		want.Reset -= 20 * time.Second
 		want.RetryAfter -= 20 * time.Second
-		if asked || d != want {
+		if asked || !reflect.DeepEqual(d, want) {
 			t.Fatalf("20s later: %+v asked=%t, want %+v from the cache", d, asked, want)
 		}
 		if n := l.Stats().CachedRefusals; n != 1 {

@@ -11,7 +11,7 @@ import (
 )
 
 // TestConcurrencyCap admits N+k at once against a cap of N, then checks that slots
-// come back on Release (once, however often it is called) and, for a holder that
+// come back on Settle (once, however often it is called) and, for a holder that
 // crashed without releasing, when the lease ends.
 func TestConcurrencyCap(t *testing.T) {
 	t.Parallel()
@@ -60,7 +60,7 @@ func TestConcurrencyCap(t *testing.T) {
 
 			// Release the first slot three times, from either replica: one slot back.
 			for i := range 3 {
-				if err := replicas[i%2].Release(ctx, held[0].Team, held[0].Member, held[0].RequestID); err != nil {
+				if err := release(ctx, replicas[i%2], held[0].Team, held[0].Member, held[0].RequestID); err != nil {
 					t.Fatal(err)
 				}
 			}

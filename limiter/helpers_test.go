@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,6 +63,42 @@ func admit(t testing.TB, l limiter.Limiter, req limiter.Request) limiter.Decisio
 		t.Fatalf("admit %s/%s: %v", req.Team, req.Member, err)
 	}
 	return d
+}
+
+// release settles a request that never reached the upstream: cost 0, tokens 0.
+func release(ctx context.Context, l limiter.Limiter, team, member, id string) error {
+	_, err := l.Settle(ctx, limiter.Settlement{Team: team, Member: member, RequestID: id})
+	return err
+}
+
+// settle settles s and fails the test on an error.
+func settle(t testing.TB, l limiter.Limiter, s limiter.Settlement) limiter.SettleResult {
+	t.Helper()
+	r, err := l.Settle(context.Background(), s)
+	if err != nil {
+		t.Fatalf("settle %s/%s %s: %v", s.Team, s.Member, s.RequestID, err)
+	}
+	return r
+}
+
+// rebuildEmpty marks a team's counters as rebuilt with no spend, as the gateway does
+// for a team whose ledger is empty; until then Admit refuses budget and TPM requests.
+// now is the limiter's clock (nil: time.Now).
+func rebuildEmpty(t testing.TB, l limiter.Limiter, team string, now func() time.Time) {
+	t.Helper()
+	if now == nil {
+		now = time.Now
+	}
+	if err := l.Rebuild(context.Background(), team, limiter.TeamState{At: now()}); err != nil {
+		t.Fatalf("rebuild %s: %v", team, err)
+	}
+}
+
+// sameDecision compares decisions, treating every nonzero Epoch as equal: Redis and
+// Local number their generations differently.
+func sameDecision(a, b limiter.Decision) bool {
+	a.Epoch, b.Epoch = min(a.Epoch, 1), min(b.Epoch, 1)
+	return reflect.DeepEqual(a, b)
 }
 
 // roundTrips counts the commands a client sends to Redis.

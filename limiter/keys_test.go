@@ -12,17 +12,27 @@ import (
 
 // TestKeyLayout checks what one team's traffic leaves in Redis: every key carries the
 // team's hash tag (one Cluster slot, no CROSSSLOT), and every counter expires, so an
-// idle member leaks nothing; only the revoked and cut-off sets persist.
+// idle member leaks nothing; only revocations, cut-offs, the rebuild marker and the
+// total spend persist.
 func TestKeyLayout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := redistest.Client(t)
 	prefix := redistest.Prefix(t)
 	l := limiter.NewRedis(client, limiter.RedisOptions{Prefix: prefix, Timeout: testTimeout})
-	for _, rate := range []*limiter.Rate{tokenBucket(10, time.Minute, 0), slidingWindow(10, time.Minute)} {
-		admit(t, l, limiter.Request{Team: "42", Member: "7", KeyID: "k", Lease: time.Minute,
-			MemberPolicy: limiter.Policy{Rate: rate, Concurrency: 2},
-			TeamPolicy:   limiter.Policy{Rate: rate, Concurrency: 5}})
+	rebuildEmpty(t, l, "42", nil)
+	for i, rate := range []*limiter.Rate{tokenBucket(10, time.Minute, 0), slidingWindow(10, time.Minute)} {
+		budget := []limiter.Period{limiter.PeriodDaily, limiter.PeriodMonthly}[i]
+		req := limiter.Request{Team: "42", Member: "7", KeyID: "k", Lease: time.Minute, RequestID: rid(),
+			Hold: 5, Tokens: 10,
+			MemberPolicy: limiter.Policy{Rate: rate, Concurrency: 2, TokensPerMinute: 100,
+				Budget: &limiter.Budget{Limit: 100, Period: budget}},
+			TeamPolicy: limiter.Policy{Rate: rate, Concurrency: 5, TokensPerMinute: 1000,
+				Budget: &limiter.Budget{Limit: 1000, Period: limiter.PeriodTotal}}}
+		admit(t, l, req)
+		if i == 0 {
+			settle(t, l, limiter.Settlement{Team: "42", Member: "7", RequestID: req.RequestID, Cost: 3, Tokens: 8})
+		}
 	}
 	if err := l.SetKeyRevoked(ctx, "42", "old-key", true); err != nil {
 		t.Fatal(err)
@@ -32,24 +42,26 @@ func TestKeyLayout(t *testing.T) {
 	}
 
 	got := takeSnapshot(t, client, prefix)
-	want := map[string]bool{ // suffix → persists
-		"revoked": true, "cutoff": true,
-		"m:7:tb": false, "m:7:sw": false, "m:7:conc": false,
-		"team:tb": false, "team:sw": false, "team:conc": false,
+	want := map[string]time.Duration{ // suffix → longest TTL; -1: persists
+		"revoked:old-key": -1, "cutoff:8": -1, "epoch": -1, "spend:total": -1,
+		"m:7:rb": time.Minute, "m:7:sw": time.Minute, "m:7:conc": time.Minute, "m:7:tpm": time.Minute,
+		"team:rb": time.Minute, "team:sw": time.Minute, "team:conc": time.Minute, "team:tpm": time.Minute,
+		"holds": time.Minute, "leases": time.Minute, "settled": limiter.SettledWindow,
+		"spend:daily": 24 * time.Hour, "spend:monthly": 31 * 24 * time.Hour,
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d keys, want %d: %v", len(got), len(want), got)
 	}
-	for suffix, persists := range want {
+	for suffix, longest := range want {
 		key := prefix + "{t:42}:" + suffix
 		k, ok := got[key]
 		switch {
 		case !ok:
 			t.Errorf("missing %s", key)
-		case persists && k.ttl != -1:
+		case longest == -1 && k.ttl != -1:
 			t.Errorf("%s expires in %s, want it kept", key, k.ttl)
-		case !persists && (k.ttl <= 0 || k.ttl > time.Minute+15*time.Second):
-			t.Errorf("%s TTL %s, want about a minute", key, k.ttl)
+		case longest != -1 && (k.ttl <= 0 || k.ttl > longest+15*time.Second):
+			t.Errorf("%s TTL %s, want up to %s", key, k.ttl, longest)
 		}
 	}
 	for key := range got {

@@ -1,12 +1,45 @@
 // Package limiter is tollgate's admission core: for every request it decides, for the
 // member and for the team, whether the key is revoked, the member cut off, the rate
-// limit spent or the concurrency cap full.
+// limit or the token-per-minute (TPM) limit spent, the concurrency cap full or the
+// spend budget exhausted; and after the response it settles what the request really
+// cost.
 //
 // Redis is the implementation that several gateway replicas share: one Lua script per
-// request (ADMIT) and one per response (RELEASE) keep admission exact across replicas,
+// request (ADMIT) and one per response (SETTLE) keep admission exact across replicas,
 // with Redis TIME as the only clock. Local is its in-process twin with the same
 // semantics and the same integer math, used without Redis and as the reference model
 // in tests.
+//
+// # Money and tokens: estimate, hold, settle
+//
+// ADMIT reserves the request's estimate: Request.Hold micro-dollars against the
+// member's and the team's budgets (spent in the current period + held + Hold must stay
+// within Budget.Limit) and Request.Tokens against their TPM buckets. The reservation is
+// stored under the request id with a lease. SETTLE replaces it with the real figures:
+// the hold leaves the held sum and Settlement.Cost is added to the spend of the hold's
+// period; reserved−actual tokens go back to the TPM bucket, or, when the request used
+// more than it reserved, the excess is taken and the bucket goes negative. That debt
+// refuses the member's next requests until it is refilled, so an under-estimate is
+// paid back rather than forgiven.
+//
+// The bound, stated once: a budget is never exceeded by more than the excess
+// (Cost − Hold) of the requests that were in flight together when it ran out; with one
+// request at a time, by one request's under-estimate. A member whose spend reaches the
+// limit is refused even for Hold 0. After Redis loses its state (restart, failover,
+// FLUSHALL), add the costs of the requests that were in flight at the loss: their holds
+// are gone, so new requests can be admitted into the room they held; their settles
+// still charge (see Redis.Settle). Expired holds (a gateway that crashed mid-request)
+// are charged in full, never refunded.
+//
+// # Rebuild
+//
+// Redis may lose its counters. A per-team marker tells: while it is missing, ADMIT
+// refuses every request that carries a budget or a TPM limit with ReasonRebuild,
+// writing nothing. The gateway then sums the team's spend from its ledger and calls
+// Rebuild, which restores the counters only if the marker is still missing, so two
+// replicas racing to rebuild cannot double-count; then it retries Admit. Requests with
+// neither budget nor TPM are admitted without a marker: their rate and concurrency
+// state may start afresh. Local never loses its state and never asks for a rebuild.
 package limiter
 
 import (
@@ -40,14 +73,53 @@ type Rate struct {
 	Burst int64
 }
 
+// Period is the span a Budget counts spend over. Days and months are UTC calendar
+// days and months of the limiter's clock (Redis TIME); a new period starts from zero
+// at its boundary without any daemon, because spend is counted per period.
+type Period string
+
+const (
+	PeriodTotal   Period = "total"   // never resets
+	PeriodDaily   Period = "daily"   // resets at 00:00 UTC
+	PeriodMonthly Period = "monthly" // resets at 00:00 UTC on the 1st
+)
+
+// Budget is a spend limit in micro-dollars (1e-6 USD) per Period.
+type Budget struct {
+	// Limit is the most that may be spent and held in one period. 0 refuses every
+	// request that holds anything.
+	Limit  int64
+	Period Period
+}
+
 // Policy is the set of limits that applies to one member or to one team.
 type Policy struct {
 	Rate        *Rate // nil: no rate limit
 	Concurrency int64 // requests in flight at once; 0: no cap
+	// TokensPerMinute is a token bucket of that capacity, refilled by that many tokens
+	// per minute, from which each request reserves Request.Tokens; 0: none.
+	TokensPerMinute int64
+	Budget          *Budget // nil: no budget
 }
 
 // maxExact is 2^53: Lua 5.1 numbers are doubles, exact for integers only below it.
 const maxExact = 1 << 53
+
+// maxMoney bounds budgets, holds and costs (2^51 micro-dollars, about $2.2 billion), so
+// that spent + held + hold, and a period's sum of settles, stay far below 2^53.
+const maxMoney = maxExact / 4
+
+// tokenUnit is one token in TPM-bucket units: the bucket refills TokensPerMinute units
+// per microsecond, so refills are whole numbers with no drift.
+const tokenUnit = 60_000_000
+
+// MaxTokens bounds TokensPerMinute, Request.Tokens and Settlement.Tokens: a full
+// bucket is at most 2^51 units, and a bucket in debt at most 2^52 units below zero.
+const MaxTokens = maxMoney / tokenUnit
+
+// maxDebt is how far below zero a TPM bucket may go, in units (2^52, about 75 million
+// tokens): far beyond any real usage, and small enough to keep the math exact.
+const maxDebt = maxExact / 2
 
 // maxPeriod bounds Period and Lease so that now+period stays far below 2^53 µs.
 const maxPeriod = 366 * 24 * time.Hour
@@ -58,6 +130,18 @@ func (p Policy) Validate() error {
 	var errs []error
 	if p.Concurrency < 0 || p.Concurrency >= maxExact {
 		errs = append(errs, fmt.Errorf("concurrency must be from 0 (no cap) to 2^53-1, got %d", p.Concurrency))
+	}
+	if p.TokensPerMinute < 0 || p.TokensPerMinute > MaxTokens {
+		errs = append(errs, fmt.Errorf("tokens per minute must be from 0 (none) to %d, got %d", MaxTokens, p.TokensPerMinute))
+	}
+	if b := p.Budget; b != nil {
+		if b.Limit < 0 || b.Limit > maxMoney {
+			errs = append(errs, fmt.Errorf("budget limit must be from 0 to 2^51 micro-dollars, got %d", b.Limit))
+		}
+		if b.Period.kind() == 0 {
+			errs = append(errs, fmt.Errorf("budget period must be %q, %q or %q, got %q",
+				PeriodTotal, PeriodDaily, PeriodMonthly, b.Period))
+		}
 	}
 	if r := p.Rate; r != nil {
 		if r.Algorithm != AlgorithmTokenBucket && r.Algorithm != AlgorithmSlidingWindow {
@@ -99,8 +183,12 @@ func (r *Rate) burst() int64 {
 	return r.Burst
 }
 
+// ledger reports whether p needs the ledger part of ADMIT: a budget or a TPM limit.
+func (p *Policy) ledger() bool { return p.Budget != nil || p.TokensPerMinute > 0 }
+
 // share is p as enforced by one of n replicas deciding alone: each limit divided by n,
-// at least 1, so that n replicas together stay near the shared limit.
+// at least 1, so that n replicas together stay near the shared limit. Budgets and TPM
+// are never decided alone (such requests fail closed), so they are left as they are.
 func (p Policy) share(n int64) Policy {
 	if n <= 1 {
 		return p
@@ -119,23 +207,50 @@ func (p Policy) share(n int64) Policy {
 	return p
 }
 
+// maxMeta bounds Request.Meta, which is stored with the hold.
+const maxMeta = 1024
+
 // Request is one request asking for admission.
 type Request struct {
 	Team, Member, KeyID string
-	// RequestID is unique per request (the gateway generates it): the concurrency lease
-	// and the sliding-window entry are keyed by it, so two requests in the same
-	// microsecond never collapse into one. Admitting an id again moves its entries
-	// rather than adding more.
+	// RequestID is unique per request within the team (the gateway generates it; a
+	// client's X-Request-Id must never be used): the concurrency lease, the
+	// sliding-window entry and the hold are keyed by it, so two requests in the same
+	// microsecond never collapse into one. Admitting an id again moves its rate and
+	// concurrency entries rather than adding more; admitting an id whose hold is still
+	// outstanding is an error.
 	RequestID    string
 	MemberPolicy Policy
 	TeamPolicy   Policy
-	// Lease is how long a concurrency slot is held if Release never comes (a crashed
-	// gateway); required when either policy has a concurrency cap.
+	// Lease is how long a concurrency slot and a hold are kept if Settle never comes (a
+	// crashed gateway); required when either policy has a concurrency cap, or a hold
+	// is placed. Make it longer than the longest request (streams included): a hold
+	// whose lease ends is charged in full and reported in Decision.Expired.
 	Lease time.Duration
+	// Hold is the estimated cost in micro-dollars, reserved against the member's and
+	// the team's budgets until Settle; 0 for a free route.
+	Hold int64
+	// Tokens is the estimated token count, reserved against the member's and the
+	// team's TPM buckets until Settle.
+	Tokens int64
+	// Meta is stored with the hold and returned when the hold expires unsettled
+	// (ExpiredHold.Meta), e.g. the member and key ids for the ledger row. At most 1 KiB.
+	Meta string
 	// FailOpen decides when Redis is unreachable: false refuses with ReasonUnavailable,
 	// true admits through a per-replica local limiter at each limit divided by the
-	// number of replicas.
+	// number of replicas. A request under a budget or a TPM limit always fails closed:
+	// spend cannot be checked without the shared counters.
 	FailOpen bool
+}
+
+// ledger reports whether the request needs the ledger part of ADMIT.
+func (r *Request) ledger() bool { return r.MemberPolicy.ledger() || r.TeamPolicy.ledger() }
+
+// reserves reports whether an admitted request stores a hold: it reserves money
+// against a budget or tokens against a TPM limit.
+func (r *Request) reserves() bool {
+	return (r.Hold > 0 && (r.MemberPolicy.Budget != nil || r.TeamPolicy.Budget != nil)) ||
+		(r.Tokens > 0 && (r.MemberPolicy.TokensPerMinute > 0 || r.TeamPolicy.TokensPerMinute > 0))
 }
 
 func (r *Request) validate() error {
@@ -155,9 +270,18 @@ func (r *Request) validate() error {
 	if err := r.TeamPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("team policy: %w", err))
 	}
-	if r.MemberPolicy.Concurrency > 0 || r.TeamPolicy.Concurrency > 0 {
+	if r.Hold < 0 || r.Hold > maxMoney {
+		errs = append(errs, fmt.Errorf("hold must be from 0 to 2^51 micro-dollars, got %d", r.Hold))
+	}
+	if r.Tokens < 0 || r.Tokens > MaxTokens {
+		errs = append(errs, fmt.Errorf("tokens must be from 0 to %d, got %d", MaxTokens, r.Tokens))
+	}
+	if len(r.Meta) > maxMeta {
+		errs = append(errs, fmt.Errorf("meta must be at most %d bytes, got %d", maxMeta, len(r.Meta)))
+	}
+	if r.MemberPolicy.Concurrency > 0 || r.TeamPolicy.Concurrency > 0 || r.reserves() {
 		if r.Lease < time.Microsecond || r.Lease > maxPeriod {
-			errs = append(errs, fmt.Errorf("lease must be from 1µs to %s when a concurrency cap is set, got %s",
+			errs = append(errs, fmt.Errorf("lease must be from 1µs to %s when a concurrency cap is set or a hold is placed, got %s",
 				maxPeriod, r.Lease))
 		}
 	}
@@ -172,6 +296,10 @@ const (
 	ReasonConcurrency Reason = "concurrency"
 	ReasonRevoked     Reason = "revoked"
 	ReasonCutOff      Reason = "cut_off"
+	ReasonBudget      Reason = "budget" // spent + held + Hold would pass the budget
+	ReasonTPM         Reason = "tpm"    // the TPM bucket holds fewer than Tokens
+	// ReasonRebuild: Redis lost the team's counters; call Rebuild, then Admit again.
+	ReasonRebuild     Reason = "rebuild"
 	ReasonUnavailable Reason = "unavailable" // Redis unreachable and the request fails closed
 )
 
@@ -183,33 +311,169 @@ const (
 	ScopeTeam   Scope = "team"
 )
 
-// Decision is the verdict on one request and the numbers for the rate-limit headers.
+// Decision is the verdict on one request and the numbers for the response headers.
 //
 // Limit, Remaining and Reset describe the tightest rate limit (fewest requests
-// remaining) when allowed, and the refusing limit when refused. When several limits
-// refuse, a rate limit wins over a concurrency cap and, among equals, the longest wait.
+// remaining) when allowed, and the refusing limit when refused: for ReasonTPM they are
+// in tokens (TokensPerMinute, whole tokens left, time until full); for ReasonBudget
+// they are zero and the Budget fields describe the refusing budget.
+//
+// When several limits refuse, a budget wins, then a rate or TPM limit (the longest
+// wait; TooLarge counts as forever), then a concurrency cap; among equals, the member
+// before the team.
 type Decision struct {
 	Allowed bool
 	Reason  Reason
 	Scope   Scope
 	Limit   int64
-	// Remaining is how many more requests the limit admits right now.
+	// Remaining is how many more requests (ReasonTPM: tokens) the limit admits now.
 	Remaining int64
 	// Reset is how long until the limit is fully replenished.
 	Reset time.Duration
-	// RetryAfter is, for a rate refusal, exactly how long until this request would be
-	// admitted if nothing else spends the limit meanwhile; for a concurrency refusal, the
-	// time until the earliest lease expires, at most a second (slots usually return sooner).
+	// RetryAfter is, for a rate or TPM refusal, exactly how long until this request
+	// would be admitted if nothing else spends the limit meanwhile; for a concurrency
+	// refusal, the time until the earliest lease expires, at most a second (slots
+	// usually return sooner); 0 for a budget refusal (see BudgetResetsAt) and when
+	// TooLarge.
 	RetryAfter time.Duration
+	// TooLarge is set on a refusal that no wait can lift: the request alone is larger
+	// than the refusing limit (Tokens > TokensPerMinute, or Hold > Budget.Limit). The
+	// gateway should say so rather than ask the client to retry.
+	TooLarge bool
+	// BudgetRemaining is the tightest of the member's and the team's budgets, in
+	// micro-dollars: what is left after this hold when allowed, before it when refused
+	// (never below 0). -1 when no budget applies or the refusal came before the budgets
+	// were read (revoked, cut off, rebuild).
+	BudgetRemaining int64
+	// BudgetScope is whose budget BudgetRemaining describes.
+	BudgetScope Scope
+	// BudgetResetsAt is when that budget's period ends; zero for a total budget.
+	BudgetResetsAt time.Time
+	// Epoch identifies the generation of the team's counters the request's hold was
+	// placed in; pass it to Settle. 0 when no hold was stored.
+	Epoch int64
+	// Expired lists holds of the team whose lease ran out unsettled (a gateway crashed
+	// mid-request), swept by this call: each was charged in full to its period, never
+	// refunded, and its tokens stay spent. The gateway should record them as uncertain.
+	// Up to 100 per call, oldest first; swept whatever the verdict.
+	Expired []ExpiredHold
 	// Degraded is set when the decision was made without Redis (fail-open).
 	Degraded bool
 }
 
-// Limiter admits requests and mirrors the revocations and cut-offs it enforces.
+// ExpiredHold is a hold whose lease ended before its request was settled.
+type ExpiredHold struct {
+	RequestID string
+	Hold      int64 // micro-dollars, now charged as spent
+	Tokens    int64 // tokens, kept as spent
+	Meta      string
+}
+
+// Settlement is what a request really cost, reported after its response.
+type Settlement struct {
+	Team, Member, RequestID string
+	// Cost is the actual cost in micro-dollars; 0 with Tokens 0 releases the hold (only
+	// for a request that provably never reached the upstream).
+	Cost int64
+	// Tokens is the actual token count.
+	Tokens int64
+	// Epoch is Decision.Epoch from the request's Admit. It lets a settle whose hold
+	// Redis lost (restart, flush) be charged after the team was rebuilt; with 0 such a
+	// settle changes nothing.
+	Epoch int64
+}
+
+func (s *Settlement) validate() error {
+	var errs []error
+	if s.Team == "" || s.Member == "" || s.RequestID == "" {
+		errs = append(errs, errors.New("team, member and request id must be set"))
+	}
+	if s.Cost < 0 || s.Cost > maxMoney {
+		errs = append(errs, fmt.Errorf("cost must be from 0 to 2^51 micro-dollars, got %d", s.Cost))
+	}
+	if s.Tokens < 0 || s.Tokens > MaxTokens {
+		errs = append(errs, fmt.Errorf("tokens must be from 0 to %d, got %d", MaxTokens, s.Tokens))
+	}
+	return errors.Join(errs...)
+}
+
+// SettleResult says what a Settle did. Concurrency slots are freed whatever it says.
+type SettleResult struct {
+	// Applied is set when this call changed spend or tokens: it settled the hold, or
+	// (Lost) charged Cost after Redis had lost the hold.
+	Applied bool
+	// Known is set when the request id had a hold, or was settled or swept as expired
+	// within the last SettledWindow. A replayed settle is Known and not Applied; a
+	// request id never admitted (or admitted without a hold) is neither.
+	Known bool
+	// Lost is set when the hold had been lost with Redis's state and the team was
+	// rebuilt since: Cost was charged to the current periods instead.
+	Lost bool
+}
+
+// SettledWindow is how long a settled or expired request id is remembered, so that a
+// replayed settle reports Known. Replays are refused forever either way: the hold is
+// gone.
+const SettledWindow = 2 * time.Minute
+
+// TeamState is a team's spend as the gateway's ledger knows it, for Rebuild.
+type TeamState struct {
+	// At is the instant the sums describe: each is the spend in the period containing
+	// At. Use the limiter's clock as far as possible; if At is in a later period than
+	// the limiter's clock, Rebuild fails and should be retried; if in an earlier one,
+	// those sums are of a period already over and are dropped.
+	At time.Time
+	// Team is the team's own spend per period.
+	Team map[Period]int64
+	// Members is each member's spend per period. List every budget that applies, zero
+	// spend included: a settle whose hold was lost is charged only to counters that
+	// exist.
+	Members map[string]map[Period]int64
+	// RevokedKeys and CutOff restore the revocations and cut-offs that Redis mirrored.
+	RevokedKeys, CutOff []string
+}
+
+func (s *TeamState) validate() error {
+	var errs []error
+	check := func(who string, m map[Period]int64) {
+		for p, v := range m {
+			if p.kind() == 0 {
+				errs = append(errs, fmt.Errorf("%s: unknown period %q", who, p))
+			}
+			if v < 0 || v >= maxExact {
+				errs = append(errs, fmt.Errorf("%s: %s spend must be from 0 to 2^53-1, got %d", who, p, v))
+			}
+		}
+	}
+	check("team", s.Team)
+	for m, ps := range s.Members {
+		check("member "+m, ps)
+	}
+	if s.At.IsZero() {
+		errs = append(errs, errors.New("at is zero"))
+	}
+	return errors.Join(errs...)
+}
+
+// ErrRebuildEarly is returned by Rebuild when TeamState.At lies in a later period than
+// the limiter's clock (a gateway clock ahead across a day or month boundary): storing
+// those sums now would forget the current period's spend. Retry shortly.
+var ErrRebuildEarly = errors.New("limiter: rebuild: TeamState.At is in a later period than the limiter's clock")
+
+// ErrHoldExists is returned by Admit for a request id whose hold is still outstanding:
+// request ids must be unique per team, or one request could settle another's hold.
+var ErrHoldExists = errors.New("limiter: request id already holds a reservation")
+
+// Limiter admits and settles requests, and mirrors the revocations and cut-offs it
+// enforces.
 type Limiter interface {
 	Admit(ctx context.Context, req Request) (Decision, error)
-	// Release frees the request's concurrency slots; releasing twice is harmless.
-	Release(ctx context.Context, team, member, requestID string) error
+	// Settle replaces the request's hold with its real cost and frees its concurrency
+	// slots; a replay changes nothing.
+	Settle(ctx context.Context, s Settlement) (SettleResult, error)
+	// Rebuild restores a team's spend after Redis lost it (Admit said ReasonRebuild),
+	// unless another replica already did.
+	Rebuild(ctx context.Context, team string, state TeamState) error
 	// SetKeyRevoked is called by the store on every revoke, so that every replica
 	// refuses the key at its next request without waiting for a config snapshot.
 	SetKeyRevoked(ctx context.Context, team, keyID string, revoked bool) error
@@ -223,5 +487,9 @@ const concurrencyRetryCap = time.Second
 
 // unavailableRetry is the RetryAfter of a fail-closed refusal.
 const unavailableRetry = time.Second
+
+// sweepBatch is how many expired holds one ADMIT sweeps at most, so that one call
+// after a mass crash stays short.
+const sweepBatch = 100
 
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/limiter/redistest"
 )
 
 func TestPolicyValidate(t *testing.T) {
@@ -32,6 +33,13 @@ func TestPolicyValidate(t *testing.T) {
 		{"BurstOnWindow", limiter.Policy{Rate: &limiter.Rate{Algorithm: limiter.AlgorithmSlidingWindow, Limit: 1, Period: time.Second, Burst: 2}}, "burst"},
 		{"NegativeBurst", limiter.Policy{Rate: tokenBucket(1, time.Second, -1)}, "burst"},
 		{"NegativeConcurrency", limiter.Policy{Concurrency: -1}, "concurrency"},
+		{"BudgetAndTPM", limiter.Policy{Budget: budget(10*dollar, limiter.PeriodMonthly), TokensPerMinute: 90_000}, ""},
+		{"LargestBudgetAndTPM", limiter.Policy{Budget: budget(1<<51, limiter.PeriodTotal), TokensPerMinute: limiter.MaxTokens}, ""},
+		{"BudgetPast2to51", limiter.Policy{Budget: budget(1<<51+1, limiter.PeriodTotal)}, "budget limit"},
+		{"NegativeBudget", limiter.Policy{Budget: budget(-1, limiter.PeriodDaily)}, "budget limit"},
+		{"UnknownPeriod", limiter.Policy{Budget: budget(1, "weekly")}, "budget period"},
+		{"TPMPastTheBound", limiter.Policy{TokensPerMinute: limiter.MaxTokens + 1}, "tokens per minute"},
+		{"NegativeTPM", limiter.Policy{TokensPerMinute: -1}, "tokens per minute"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,11 +60,19 @@ func TestAdmitRejectsInvalidRequest(t *testing.T) {
 	l := limiter.NewLocal(nil)
 	valid := limiter.Request{Team: "t", Member: "m", RequestID: "r", MemberPolicy: limiter.Policy{Concurrency: 1}, Lease: time.Minute}
 	tests := map[string]func(*limiter.Request){
-		"NoTeam":      func(r *limiter.Request) { r.Team = "" },
-		"NoMember":    func(r *limiter.Request) { r.Member = "" },
-		"NoRequestID": func(r *limiter.Request) { r.RequestID = "" },
-		"NoLease":     func(r *limiter.Request) { r.Lease = 0 },
-		"BadPolicy":   func(r *limiter.Request) { r.TeamPolicy.Rate = tokenBucket(0, time.Second, 0) },
+		"NoTeam":       func(r *limiter.Request) { r.Team = "" },
+		"NoMember":     func(r *limiter.Request) { r.Member = "" },
+		"NoRequestID":  func(r *limiter.Request) { r.RequestID = "" },
+		"NoLease":      func(r *limiter.Request) { r.Lease = 0 },
+		"BadPolicy":    func(r *limiter.Request) { r.TeamPolicy.Rate = tokenBucket(0, time.Second, 0) },
+		"NegativeHold": func(r *limiter.Request) { r.Hold = -1 },
+		"HugeHold":     func(r *limiter.Request) { r.Hold = 1<<51 + 1 },
+		"HugeTokens":   func(r *limiter.Request) { r.Tokens = limiter.MaxTokens + 1 },
+		"HugeMeta":     func(r *limiter.Request) { r.Meta = strings.Repeat("x", 1025) },
+		"HoldWithoutLease": func(r *limiter.Request) {
+			r.MemberPolicy = limiter.Policy{Budget: budget(dollar, limiter.PeriodDaily)}
+			r.Hold, r.Lease = 1, 0
+		},
 	}
 	for name, mutate := range tests {
 		req := valid
@@ -67,5 +83,35 @@ func TestAdmitRejectsInvalidRequest(t *testing.T) {
 	}
 	if d, err := l.Admit(context.Background(), valid); err != nil || !d.Allowed {
 		t.Fatalf("valid request: Admit = %+v, %v", d, err)
+	}
+}
+
+func TestSettleAndRebuildRejectInvalidInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, l := range map[string]limiter.Limiter{"Local": limiter.NewLocal(nil),
+		"Redis": limiter.NewRedis(redistest.Client(t), limiter.RedisOptions{Prefix: redistest.Prefix(t)})} {
+		valid := limiter.Settlement{Team: "t", Member: "m", RequestID: "r", Cost: 1, Tokens: 1}
+		for what, mutate := range map[string]func(*limiter.Settlement){
+			"NoTeam": func(s *limiter.Settlement) { s.Team = "" }, "NoRequestID": func(s *limiter.Settlement) { s.RequestID = "" },
+			"NegativeCost": func(s *limiter.Settlement) { s.Cost = -1 }, "HugeCost": func(s *limiter.Settlement) { s.Cost = 1<<51 + 1 },
+			"NegativeTokens": func(s *limiter.Settlement) { s.Tokens = -1 }, "HugeTokens": func(s *limiter.Settlement) { s.Tokens = limiter.MaxTokens + 1 },
+		} {
+			s := valid
+			mutate(&s)
+			if r, err := l.Settle(ctx, s); err == nil || r.Applied {
+				t.Errorf("%s %s: %+v, %v; want an error", name, what, r, err)
+			}
+		}
+		bad := []limiter.TeamState{
+			{}, // no At
+			{At: time.Now(), Team: map[limiter.Period]int64{"weekly": 1}},
+			{At: time.Now(), Members: map[string]map[limiter.Period]int64{"m": {limiter.PeriodDaily: -1}}},
+		}
+		for _, s := range bad {
+			if err := l.Rebuild(ctx, "t", s); err == nil {
+				t.Errorf("%s: Rebuild(%+v) succeeded, want an error", name, s)
+			}
+		}
 	}
 }

@@ -11,10 +11,13 @@ import (
 )
 
 // Local is the in-process twin of Redis: the same checks, verdict and integer math as
-// admit.lua, step for step, on state held in memory. It serves a single replica without
-// Redis, decides fail-open requests while Redis is unreachable, and is the reference
-// model the Redis implementation is tested against. It keeps state for every member it
-// has seen; a team's members are few.
+// the scripts, step for step, on state held in memory. It serves a single replica
+// without Redis, decides fail-open requests while Redis is unreachable, and is the
+// reference model the Redis implementation is tested against. It keeps state for every
+// member it has seen; a team's members are few.
+//
+// Local never loses its state, so it never refuses with ReasonRebuild (tests can make
+// it forget a team, to model a Redis flush).
 type Local struct {
 	now func() time.Time
 
@@ -22,8 +25,8 @@ type Local struct {
 	buckets map[stateKey]bucketState
 	windows map[stateKey][]windowEntry // sorted by (at, id), like a ZSET
 	slots   map[stateKey]map[string]int64
-	revoked map[string]map[string]bool // team → key id
-	cutOff  map[string]map[string]bool // team → member
+	tpms    map[stateKey]tpmState
+	teams   map[string]*localTeam
 }
 
 // stateKey names one member's state, or the team's own when member is "".
@@ -46,8 +49,8 @@ func NewLocal(now func() time.Time) *Local {
 		buckets: map[stateKey]bucketState{},
 		windows: map[stateKey][]windowEntry{},
 		slots:   map[stateKey]map[string]int64{},
-		revoked: map[string]map[string]bool{},
-		cutOff:  map[string]map[string]bool{},
+		tpms:    map[stateKey]tpmState{},
+		teams:   map[string]*localTeam{},
 	}
 }
 
@@ -56,14 +59,22 @@ var _ Limiter = (*Local)(nil)
 // check is the outcome of one limit, computed without writing; commit reserves.
 type check struct {
 	ok               bool
+	rank             int   // 1 budget, 2 rate and TPM, 3 concurrency: the lowest refusal wins
+	wait             int64 // among equal ranks the longest wait wins; too large is forever
 	reason           Reason
 	scope            Scope
 	limit, remaining int64
 	resetUS, retryUS int64
+	tooLarge         bool
+	budgetLeft       int64 // budget refusals: what is left before the hold, at least 0
+	budgetNext       int64 // budget refusals: when the period ends, µs; 0 for total
 	commit           func()
 }
 
-// Admit decides req; it fails only on an invalid request.
+const forever = maxExact
+
+// Admit decides req; it fails only on an invalid request, or one whose id still holds
+// a reservation (ErrHoldExists).
 func (l *Local) Admit(_ context.Context, req Request) (Decision, error) {
 	if err := req.validate(); err != nil {
 		return Decision{}, fmt.Errorf("limiter: admit: %w", err)
@@ -71,19 +82,32 @@ func (l *Local) Admit(_ context.Context, req Request) (Decision, error) {
 	now := l.now().UnixMicro()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.revoked[req.Team][req.KeyID] {
-		return Decision{Reason: ReasonRevoked, Scope: ScopeMember}, nil
+	t := l.team(req.Team)
+	if t.revoked[req.KeyID] {
+		return Decision{Reason: ReasonRevoked, Scope: ScopeMember, BudgetRemaining: -1}, nil
 	}
-	if l.cutOff[req.Team][req.Member] {
-		return Decision{Reason: ReasonCutOff, Scope: ScopeMember}, nil
+	if t.cutOff[req.Member] {
+		return Decision{Reason: ReasonCutOff, Scope: ScopeMember, BudgetRemaining: -1}, nil
 	}
-	checks := make([]check, 0, 4)
-	checks = l.policy(checks, now, ScopeMember, stateKey{req.Team, req.Member}, req.MemberPolicy, &req)
-	checks = l.policy(checks, now, ScopeTeam, stateKey{team: req.Team}, req.TeamPolicy, &req)
-	return decide(checks), nil
+	var a *admission
+	if req.ledger() {
+		if t.epoch == 0 {
+			return Decision{Reason: ReasonRebuild, BudgetRemaining: -1}, nil
+		}
+		if _, ok := t.holds[req.RequestID]; ok {
+			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
+		}
+		a = &admission{team: t, req: &req, now: now, spend: map[int64]*spendRead{}}
+		a.expired = t.sweep(now)
+		a.heldMember, a.heldTeam = t.held[req.Member], t.held[""]
+	}
+	checks := make([]check, 0, 8)
+	checks = l.policy(checks, a, now, ScopeMember, stateKey{req.Team, req.Member}, &req.MemberPolicy, &req)
+	checks = l.policy(checks, a, now, ScopeTeam, stateKey{team: req.Team}, &req.TeamPolicy, &req)
+	return decide(checks, a), nil
 }
 
-func (l *Local) policy(checks []check, now int64, scope Scope, key stateKey, p Policy, req *Request) []check {
+func (l *Local) policy(checks []check, a *admission, now int64, scope Scope, key stateKey, p *Policy, req *Request) []check {
 	if r := p.Rate; r != nil {
 		if r.Algorithm == AlgorithmTokenBucket {
 			checks = append(checks, l.bucket(key, scope, r, now))
@@ -94,20 +118,25 @@ func (l *Local) policy(checks []check, now int64, scope Scope, key stateKey, p P
 	if p.Concurrency > 0 {
 		checks = append(checks, l.slot(key, scope, p.Concurrency, now, micros(req.Lease), req.RequestID))
 	}
+	if p.TokensPerMinute > 0 {
+		checks = append(checks, l.tpm(key, scope, p.TokensPerMinute, req.Tokens, now, a))
+	}
+	if p.Budget != nil {
+		checks = append(checks, a.budget(scope, p.Budget))
+	}
 	return checks
 }
 
-// decide is admit.lua's verdict: a refusing rate limit wins over a refusing concurrency
-// cap, then the longest wait; when all pass, every check commits and the decision
-// reports the rate limit with the fewest requests left.
-func decide(checks []check) Decision {
+// decide is admit.lua's verdict: the refusal of lowest rank, then the longest wait,
+// then the first; when all pass, every check commits and the decision reports the rate
+// limit with the fewest requests left.
+func decide(checks []check, a *admission) Decision {
 	var worst, tightest *check
 	for i := range checks {
 		c := &checks[i]
 		switch {
 		case !c.ok:
-			if worst == nil || (c.reason == ReasonRate && worst.reason == ReasonConcurrency) ||
-				(c.reason == worst.reason && c.retryUS > worst.retryUS) {
+			if worst == nil || c.rank < worst.rank || (c.rank == worst.rank && c.wait > worst.wait) {
 				worst = c
 			}
 		case c.reason == ReasonRate:
@@ -117,17 +146,28 @@ func decide(checks []check) Decision {
 		}
 	}
 	if worst != nil {
-		return Decision{Reason: worst.reason, Scope: worst.scope, Limit: worst.limit, Remaining: worst.remaining,
-			Reset: time.Duration(worst.resetUS) * time.Microsecond, RetryAfter: time.Duration(worst.retryUS) * time.Microsecond}
+		d := Decision{Reason: worst.reason, Scope: worst.scope, Limit: worst.limit, Remaining: worst.remaining,
+			Reset: time.Duration(worst.resetUS) * time.Microsecond, RetryAfter: time.Duration(worst.retryUS) * time.Microsecond,
+			BudgetRemaining: -1}
+		if a != nil {
+			a.refused(&d, worst)
+		}
+		return d
 	}
 	for _, c := range checks {
-		c.commit()
+		if c.commit != nil {
+			c.commit()
+		}
 	}
-	if tightest == nil {
-		return Decision{Allowed: true}
+	d := Decision{Allowed: true, BudgetRemaining: -1}
+	if tightest != nil {
+		d.Scope, d.Limit, d.Remaining = tightest.scope, tightest.limit, tightest.remaining
+		d.Reset = time.Duration(tightest.resetUS) * time.Microsecond
 	}
-	return Decision{Allowed: true, Scope: tightest.scope, Limit: tightest.limit, Remaining: tightest.remaining,
-		Reset: time.Duration(tightest.resetUS) * time.Microsecond}
+	if a != nil {
+		a.admitted(&d)
+	}
+	return d
 }
 
 func (l *Local) bucket(key stateKey, scope Scope, r *Rate, now int64) check {
@@ -149,10 +189,11 @@ func (l *Local) bucket(key stateKey, scope Scope, r *Rate, now int64) check {
 		}
 		ts = now
 	}
-	c := check{reason: ReasonRate, scope: scope, limit: limit}
+	c := check{rank: 2, reason: ReasonRate, scope: scope, limit: limit}
 	if tokens < period {
 		c.resetUS = ceilDiv(capacity-tokens, limit)
 		c.retryUS = ceilDiv(period-tokens, limit)
+		c.wait = c.retryUS
 		return c
 	}
 	left := tokens - period
@@ -168,7 +209,7 @@ func (l *Local) window(key stateKey, scope Scope, r *Rate, now int64, rid string
 	entries := l.windows[key]
 	live := entries[sortSearch(entries, now-period):]
 	count := int64(len(live))
-	c := check{reason: ReasonRate, scope: scope, limit: limit}
+	c := check{rank: 2, reason: ReasonRate, scope: scope, limit: limit}
 	newest := now
 	if count > 0 {
 		newest = live[count-1].at
@@ -176,6 +217,7 @@ func (l *Local) window(key stateKey, scope Scope, r *Rate, now int64, rid string
 	if count >= limit {
 		c.retryUS = live[count-limit].at + period - now
 		c.resetUS = newest + period - now
+		c.wait = c.retryUS
 		return c
 	}
 	c.ok = true
@@ -216,10 +258,11 @@ func (l *Local) slot(key stateKey, scope Scope, capacity, now, lease int64, rid 
 			earliest = min(earliest, expiry)
 		}
 	}
-	c := check{reason: ReasonConcurrency, scope: scope, limit: capacity}
+	c := check{rank: 3, reason: ReasonConcurrency, scope: scope, limit: capacity}
 	if active >= capacity {
 		c.retryUS = min(earliest-now, micros(concurrencyRetryCap))
 		c.resetUS = c.retryUS
+		c.wait = c.retryUS
 		return c
 	}
 	c.ok = true
@@ -239,20 +282,11 @@ func (l *Local) slot(key stateKey, scope Scope, capacity, now, lease int64, rid 
 	return c
 }
 
-// Release frees the request's concurrency slots; releasing twice is harmless.
-func (l *Local) Release(_ context.Context, team, member, requestID string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.slots[stateKey{team, member}], requestID)
-	delete(l.slots[stateKey{team: team}], requestID)
-	return nil
-}
-
 // SetKeyRevoked marks the team's key revoked, or not.
 func (l *Local) SetKeyRevoked(_ context.Context, team, keyID string, revoked bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	setFlag(l.revoked, team, keyID, revoked)
+	setFlag(l.team(team).revoked, keyID, revoked)
 	return nil
 }
 
@@ -260,19 +294,16 @@ func (l *Local) SetKeyRevoked(_ context.Context, team, keyID string, revoked boo
 func (l *Local) SetMemberCutOff(_ context.Context, team, member string, cutOff bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	setFlag(l.cutOff, team, member, cutOff)
+	setFlag(l.team(team).cutOff, member, cutOff)
 	return nil
 }
 
-func setFlag(sets map[string]map[string]bool, team, name string, on bool) {
-	if !on {
-		delete(sets[team], name)
-		return
+func setFlag(set map[string]bool, name string, on bool) {
+	if on {
+		set[name] = true
+	} else {
+		delete(set, name)
 	}
-	if sets[team] == nil {
-		sets[team] = map[string]bool{}
-	}
-	sets[team][name] = true
 }
 
 // ceilDiv is ⌈a/b⌉ for a >= 0, b >= 1.

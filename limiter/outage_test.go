@@ -12,7 +12,8 @@ import (
 )
 
 // TestRedisOutage stops Redis under the limiter: fail-closed refuses as unavailable
-// within the timeout, fail-open admits each replica's share, a paused (slow) Redis
+// within the timeout, fail-open admits each replica's share (but a budget request
+// always fails closed), a paused (slow) Redis
 // still answers within the timeout, and a restarted Redis is exact again.
 func TestRedisOutage(t *testing.T) {
 	t.Parallel()
@@ -61,16 +62,23 @@ func TestRedisOutage(t *testing.T) {
 
 	srv.Kill()
 	unavailable("ada")
+	// Spend cannot be checked without Redis: a budget request fails closed even when
+	// its route fails open.
+	paid := request("eve", true)
+	paid.MemberPolicy.Budget, paid.Hold = budget(dollar, limiter.PeriodDaily), 1
+	if d, err := l.Admit(context.Background(), paid); err == nil || d.Allowed || d.Reason != limiter.ReasonUnavailable {
+		t.Fatalf("fail-open budget request with Redis down: %+v, %v; want refused as unavailable", d, err)
+	}
 	// Each of these waits out the timeout: go-redis retries the dial until the deadline.
 	allowed, degraded := count("bob", true, 8)
 	if allowed != limit/replicas || degraded != 8 {
 		t.Fatalf("fail-open: %d allowed, %d degraded of 8; want %d allowed, all degraded", allowed, degraded, limit/replicas)
 	}
-	if s := l.Stats(); s.FailClosed != 1 || s.FailOpenAllowed != limit/replicas || s.FailOpenRefused != 8-limit/replicas {
+	if s := l.Stats(); s.FailClosed != 2 || s.FailOpenAllowed != limit/replicas || s.FailOpenRefused != 8-limit/replicas {
 		t.Fatalf("stats %+v", s)
 	}
-	if err := l.Release(context.Background(), "team", "bob", "any"); err == nil {
-		t.Fatal("release with Redis down: no error")
+	if err := release(context.Background(), l, "team", "bob", "any"); err == nil {
+		t.Fatal("settle with Redis down: no error")
 	}
 
 	srv.Start()

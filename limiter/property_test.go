@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestRedisMatchesLocal(t *testing.T) {
 				i := rng.IntN(len(inFlight))
 				h := inFlight[i]
 				inFlight = append(inFlight[:i], inFlight[i+1:]...)
-				both(func(l limiter.Limiter) error { return l.Release(ctx, team, h.member, h.id) })
+				both(func(l limiter.Limiter) error { return release(ctx, l, team, h.member, h.id) })
 				continue
 			}
 			req := limiter.Request{Team: team, Member: m, KeyID: "key-" + m, RequestID: rid(),
@@ -102,7 +103,7 @@ func TestRedisMatchesLocal(t *testing.T) {
 			}
 			where := fmt.Sprintf("seed %d op %d member %s policy %+v team %+v", seed, op, m, policies[m], teamPolicy)
 			if !cached {
-				if got != want {
+				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s:\nredis %+v\nlocal %+v", where, got, want)
 				}
 				continue

@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,42 +14,95 @@ import (
 )
 
 // Key layout. Every key of a team carries the hash tag {t:<team>}, so one team's
-// script touches a single Cluster slot:
+// scripts touch a single Cluster slot, and every key a script touches is in its KEYS:
 //
-//	<prefix>{t:<team>}:revoked           SET of revoked key ids
-//	<prefix>{t:<team>}:cutoff            SET of cut-off members
-//	<prefix>{t:<team>}:m:<member>:tb     HASH tokens, ts, period   (token bucket)
-//	<prefix>{t:<team>}:m:<member>:sw     ZSET request id → time    (sliding window)
-//	<prefix>{t:<team>}:m:<member>:conc   ZSET request id → lease expiry
-//	<prefix>{t:<team>}:team:tb | :team:sw | :team:conc   the same for the team
+//	<prefix>{t:<team>}:revoked:<key id>   STRING "1" while the key is revoked; no TTL
+//	<prefix>{t:<team>}:cutoff:<member>    STRING "1" while the member is cut off; no TTL
+//	<prefix>{t:<team>}:epoch              STRING the rebuild marker (see Rebuild); no TTL
+//	<prefix>{t:<team>}:m:<member>:rb      STRING tokens, ts, period  (rate token bucket)
+//	<prefix>{t:<team>}:m:<member>:sw      ZSET request id → time     (sliding window)
+//	<prefix>{t:<team>}:m:<member>:conc    ZSET request id → lease expiry
+//	<prefix>{t:<team>}:m:<member>:tpm     STRING tokens, ts, rate    (TPM bucket)
+//	<prefix>{t:<team>}:team:rb | :team:sw | :team:conc | :team:tpm   the same for the team
+//	<prefix>{t:<team>}:holds              HASH r:<request id> → hold record,
+//	                                      hm:<member> → member's held sum, ht → team's
+//	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry
+//	<prefix>{t:<team>}:settled            ZSET request id → settle time (SettledWindow)
+//	<prefix>{t:<team>}:spend:total        HASH m:<member> | t → spent; no TTL
+//	<prefix>{t:<team>}:spend:daily        HASH p → day index, m:<member> | t → spent
+//	<prefix>{t:<team>}:spend:monthly      HASH p → month index, m:<member> | t → spent
 //
-// Times are microseconds of the script's clock. Counters get PEXPIRE, so an idle
-// member's keys disappear once they would read as empty.
+// Times are microseconds of the script's clock. Rate, TPM and concurrency keys expire
+// once they would read as empty (or full); holds, leases and settled ids after the
+// longest lease (or SettledWindow) plus slack; a period's spend hash at the end of its
+// period plus slack, and it starts the next period afresh when a hold is placed in it.
+// Team-wide hashes rather than per-member keys for holds and spend are what lets one
+// ADMIT sweep any member's expired holds with every key in KEYS. Flags, marker and
+// buckets are strings so that ADMIT reads them all with one MGET; a bucket is three
+// little-endian doubles (Lua's struct.pack '<ddd'), exact for integers below 2^53 and
+// far cheaper for the script than decimal text.
+//
+// A hold record is "hold tokens mkind mperiod tkind tperiod mtpm ttpm len(member) "
+// followed by the member and the meta: the budget periods (kind 1 total, 2 daily,
+// 3 monthly, and the period index) the hold counts against, and the TPM rates of the
+// buckets it reserved from, 0 for none.
 
-// admitScript is ADMIT, run as one EVALSHA (EVAL on NOSCRIPT) per request.
+// admitScript is ADMIT, run as one EVALSHA (EVAL on NOSCRIPT) per request. Only the
+// limits that apply are sent: a spec string lists them, and KEYS and ARGV carry theirs
+// in the same order.
 //
-//	KEYS  revoked, cutoff, member rate, member conc, team rate, team conc
-//	ARGV  1 now µs ("" = Redis TIME), 2 key id, 3 member, 4 request id, 5 lease µs,
-//	      6 concurrency retry cap µs, 7 TTL slack µs,
-//	      8-12 member policy, 13-17 team policy: algorithm (0 none, 1 token bucket,
-//	      2 sliding window), limit, period µs, burst, concurrency cap (0 none)
-//	reply allowed (0|1), reason (0 allowed, 1 rate, 2 concurrency, 3 revoked,
-//	      4 cut_off), scope (0 none, 1 member, 2 team), limit, remaining,
-//	      reset µs, retry-after µs; later fields are appended, never reordered.
+//	KEYS  the string keys, read by one MGET: revoked:<key id>, cutoff:<member>,
+//	      epoch (ledger only), then the rb and tpm keys of the spec entries b and t in
+//	      spec order; then the sw and conc keys of the entries w and c in spec order;
+//	      if ledger: holds, leases, settled, spend:total, spend:daily, spend:monthly
+//	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 lease µs,
+//	      6 number of string keys; if ledger: 7 hold, 8 tokens, 9 meta; then per spec
+//	      entry its numbers. Spec: "$" first when any budget or TPM applies (ledger), then
+//	      member entries in lower case, team entries in upper case: b token bucket
+//	      (limit, period µs, burst), w sliding window (limit, period µs), c concurrency
+//	      (cap), t TPM (tokens per minute), o | d | m budget total | daily | monthly
+//	      (limit).
+//	reply 1 allowed (0|1), 2 reason (0 allowed, 1 rate, 2 concurrency, 3 revoked,
+//	      4 cut_off, 5 budget, 6 tpm, 7 rebuild), 3 scope (0 none, 1 member, 2 team),
+//	      4 limit, 5 remaining, 6 reset µs, 7 retry-after µs;
+//	      ledger requests past the marker add: 8 too large (0|1), 9 budget remaining
+//	      (-1 none), 10 budget scope, 11 budget resets at µs (0 none), 12 epoch,
+//	      13 n expired, then n × (request id, hold, tokens, meta).
 //
 //go:embed admit.lua
 var admitSource string
-var admitScript = redis.NewScript(admitSource)
+var admitScript = redis.NewScript(periodSource + admitSource)
 
-// releaseScript is RELEASE. KEYS member conc, team conc; ARGV request id.
+// settleScript is SETTLE.
 //
-//go:embed release.lua
-var releaseSource string
-var releaseScript = redis.NewScript(releaseSource)
+//	KEYS  epoch, holds, leases, settled, member conc, team conc, member tpm, team tpm,
+//	      spend:total, spend:daily, spend:monthly
+//	ARGV  1 now µs ("" = Redis TIME), 2 request id, 3 member, 4 cost, 5 tokens, 6 epoch
+//	reply applied (0|1), known (0|1), lost (0|1)
+//
+//go:embed settle.lua
+var settleSource string
+var settleScript = redis.NewScript(periodSource + settleSource)
+
+// rebuildScript is REBUILD.
+//
+//	KEYS  epoch, spend:total, spend:daily, spend:monthly, then revoked:<key id> and
+//	      cutoff:<member> keys to set
+//	ARGV  1 now µs ("" = Redis TIME), 2 epoch, 3 at µs, then (field, kind, amount)
+//	      triples with field m:<member> or t
+//	reply 1 rebuilt, 0 already rebuilt, -1 at lies in a later period than now
+//
+//go:embed rebuild.lua
+var rebuildSource string
+var rebuildScript = redis.NewScript(periodSource + rebuildSource)
+
+//go:embed period.lua
+var periodSource string
 
 var (
-	replyReasons = [...]Reason{"", ReasonRate, ReasonConcurrency, ReasonRevoked, ReasonCutOff}
-	replyScopes  = [...]Scope{"", ScopeMember, ScopeTeam}
+	replyReasons = [...]Reason{"", ReasonRate, ReasonConcurrency, ReasonRevoked, ReasonCutOff,
+		ReasonBudget, ReasonTPM, ReasonRebuild}
+	replyScopes = [...]Scope{"", ScopeMember, ScopeTeam}
 )
 
 // ttlSlack keeps a counter key a little past the moment it reads as empty. With Redis
@@ -74,8 +129,8 @@ type RedisOptions struct {
 }
 
 // Redis is the Limiter that gateway replicas share: exact across replicas because
-// each decision is one atomic script in Redis. It needs Redis 5 or later, where scripts
-// replicate their effects and may write after reading TIME.
+// each decision is one atomic script in Redis. It needs Redis 7 or later (scripts
+// replicate their effects and may write after reading TIME; PEXPIRE takes GT and NX).
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
@@ -111,6 +166,14 @@ func (r *Redis) clock() time.Time {
 	return time.Now()
 }
 
+// scriptNow is ARGV 1 of every script: the injected clock, or "" for Redis TIME.
+func (r *Redis) scriptNow() string {
+	if r.now == nil {
+		return ""
+	}
+	return strconv.FormatInt(r.now().UnixMicro(), 10)
+}
+
 // Stats counts the decisions taken without asking Redis.
 type Stats struct {
 	FailOpenAllowed uint64 // Redis unreachable, admitted by the local twin
@@ -131,9 +194,10 @@ func (r *Redis) Stats() Stats {
 
 // Admit decides req with one script call, unless a cached rate refusal still holds.
 //
-// When Redis fails or exceeds the timeout, a FailOpen request is decided by the local
-// twin (Degraded, nil error) and any other is refused with ReasonUnavailable and an
-// error wrapping the cause. An invalid request is an error, never admitted.
+// When Redis fails or exceeds the timeout, a FailOpen request without budget or TPM
+// is decided by the local twin (Degraded, nil error) and any other is refused with
+// ReasonUnavailable and an error wrapping the cause. An invalid request is an error,
+// never admitted.
 func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 	if err := req.validate(); err != nil {
 		return Decision{}, fmt.Errorf("limiter: admit: %w", err)
@@ -145,6 +209,10 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 	}
 	d, err := r.admit(ctx, &req)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "HOLDEXISTS") {
+			// The script refused the request id itself: not an outage.
+			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
+		}
 		return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
 	}
 	r.refusals.put(&req, d, sent)
@@ -154,69 +222,129 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), args: make([]any, 6, 22)}
 	base := r.teamBase(req.Team)
-	member := base + "m:" + req.Member + ":"
-	keys := []string{
-		base + "revoked", base + "cutoff",
-		member + rateSuffix(req.MemberPolicy.Rate), member + "conc",
-		base + "team:" + rateSuffix(req.TeamPolicy.Rate), base + "team:conc",
+	a.keys[0], a.keys[1] = base+"revoked:"+req.KeyID, base+"cutoff:"+req.Member
+	a.args[0], a.args[1], a.args[2], a.args[4] = r.scriptNow(), req.Member, req.RequestID, micros(req.Lease)
+	ledger := req.ledger()
+	if ledger {
+		a.keys = append(a.keys, base+"epoch")
+		a.spec = append(a.spec, '$')
+		a.args = append(a.args, req.Hold, req.Tokens, req.Meta)
 	}
-	now := ""
-	if r.now != nil {
-		now = strconv.FormatInt(r.now().UnixMicro(), 10)
+	a.policy(&req.MemberPolicy, base+"m:"+req.Member+":", 0)
+	a.policy(&req.TeamPolicy, base+"team:", 'a'-'A')
+	a.args[3], a.args[5] = string(a.spec), len(a.keys)
+	a.keys = append(a.keys, a.other...)
+	if ledger {
+		a.keys = append(a.keys, base+"holds", base+"leases", base+"settled",
+			base+"spend:total", base+"spend:daily", base+"spend:monthly")
 	}
-	args := make([]any, 0, 17)
-	args = append(args, now, req.KeyID, req.Member, req.RequestID, micros(req.Lease),
-		micros(concurrencyRetryCap), micros(ttlSlack))
-	args = appendPolicy(args, req.MemberPolicy)
-	args = appendPolicy(args, req.TeamPolicy)
-	v, err := admitScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	v, err := admitScript.Run(ctx, r.client, a.keys, a.args...).Slice()
 	if err != nil {
 		return Decision{}, err
 	}
-	if len(v) < 7 || v[1] < 0 || v[1] >= int64(len(replyReasons)) || v[2] < 0 || v[2] >= int64(len(replyScopes)) {
+	return parseAdmit(v)
+}
+
+// admitCall builds ADMIT's KEYS and ARGV: the string keys that its one MGET reads
+// come first (keys), the others after them (other).
+type admitCall struct {
+	keys, other []string
+	spec        []byte
+	args        []any
+}
+
+// policy adds p's limits; upper is 0 for the member's limits and 'a'-'A' for the
+// team's (upper-case spec entries).
+func (a *admitCall) policy(p *Policy, base string, upper byte) {
+	if r := p.Rate; r != nil {
+		if r.Algorithm == AlgorithmSlidingWindow {
+			a.spec = append(a.spec, 'w'-upper)
+			a.other = append(a.other, base+"sw")
+			a.args = append(a.args, r.Limit, micros(r.Period))
+		} else {
+			a.spec = append(a.spec, 'b'-upper)
+			a.keys = append(a.keys, base+"rb")
+			a.args = append(a.args, r.Limit, micros(r.Period), r.burst())
+		}
+	}
+	if p.Concurrency > 0 {
+		a.spec = append(a.spec, 'c'-upper)
+		a.other = append(a.other, base+"conc")
+		a.args = append(a.args, p.Concurrency)
+	}
+	if p.TokensPerMinute > 0 {
+		a.spec = append(a.spec, 't'-upper)
+		a.keys = append(a.keys, base+"tpm")
+		a.args = append(a.args, p.TokensPerMinute)
+	}
+	if b := p.Budget; b != nil {
+		a.spec = append(a.spec, "odm"[b.Period.kind()-1]-upper)
+		a.args = append(a.args, b.Limit)
+	}
+}
+
+// parseAdmit turns ADMIT's reply into a Decision.
+func parseAdmit(v []any) (Decision, error) {
+	n := make([]int64, min(len(v), 13))
+	for i := range n {
+		x, ok := v[i].(int64)
+		if !ok {
+			return Decision{}, fmt.Errorf("unexpected admit reply %v", v)
+		}
+		n[i] = x
+	}
+	if (len(n) != 7 && len(n) != 13) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
 		return Decision{}, fmt.Errorf("unexpected admit reply %v", v)
 	}
-	return Decision{
-		Allowed:    v[0] == 1,
-		Reason:     replyReasons[v[1]],
-		Scope:      replyScopes[v[2]],
-		Limit:      v[3],
-		Remaining:  v[4],
-		Reset:      time.Duration(v[5]) * time.Microsecond,
-		RetryAfter: time.Duration(v[6]) * time.Microsecond,
-	}, nil
-}
-
-func appendPolicy(args []any, p Policy) []any {
-	algo, limit, period, burst := 0, int64(0), int64(0), int64(0)
-	if r := p.Rate; r != nil {
-		algo = 1
-		if r.Algorithm == AlgorithmSlidingWindow {
-			algo = 2
+	d := Decision{
+		Allowed:         n[0] == 1,
+		Reason:          replyReasons[n[1]],
+		Scope:           replyScopes[n[2]],
+		Limit:           n[3],
+		Remaining:       n[4],
+		Reset:           time.Duration(n[5]) * time.Microsecond,
+		RetryAfter:      time.Duration(n[6]) * time.Microsecond,
+		BudgetRemaining: -1,
+	}
+	if len(n) == 7 {
+		return d, nil
+	}
+	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(v) != 13+4*int(n[12]) {
+		return Decision{}, fmt.Errorf("unexpected admit reply %v", v)
+	}
+	d.TooLarge = n[7] == 1
+	d.BudgetRemaining, d.BudgetScope, d.Epoch = n[8], replyScopes[n[9]], n[11]
+	if n[10] > 0 {
+		d.BudgetResetsAt = time.UnixMicro(n[10]).UTC()
+	}
+	if n[12] > 0 {
+		d.Expired = make([]ExpiredHold, n[12])
+		for i := range d.Expired {
+			e := v[13+4*i : 17+4*i]
+			id, ok1 := e[0].(string)
+			hold, ok2 := e[1].(int64)
+			tokens, ok3 := e[2].(int64)
+			meta, ok4 := e[3].(string)
+			if !ok1 || !ok2 || !ok3 || !ok4 {
+				return Decision{}, fmt.Errorf("unexpected expired hold in admit reply %v", e)
+			}
+			d.Expired[i] = ExpiredHold{RequestID: id, Hold: hold, Tokens: tokens, Meta: meta}
 		}
-		limit, period, burst = r.Limit, micros(r.Period), r.burst()
 	}
-	return append(args, algo, limit, period, burst, p.Concurrency)
-}
-
-// rateSuffix keeps the two algorithms' state in keys of their own type, so switching a
-// policy's algorithm starts afresh instead of failing with WRONGTYPE.
-func rateSuffix(r *Rate) string {
-	if r != nil && r.Algorithm == AlgorithmSlidingWindow {
-		return "sw"
-	}
-	return "tb"
+	return d, nil
 }
 
 func (r *Redis) teamBase(team string) string { return r.prefix + "{t:" + team + "}:" }
 
 // degrade decides req without Redis after cause.
 func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision, error) {
-	// A caller that gave up is not an outage: nothing to decide.
-	if !req.FailOpen || ctx.Err() != nil {
+	// A caller that gave up is not an outage: nothing to decide. Spend and tokens
+	// cannot be checked without the shared counters: fail closed.
+	if !req.FailOpen || ctx.Err() != nil || req.ledger() {
 		r.failClosed.Add(1)
-		return Decision{Reason: ReasonUnavailable, RetryAfter: unavailableRetry}, cause
+		return Decision{Reason: ReasonUnavailable, RetryAfter: unavailableRetry, BudgetRemaining: -1}, cause
 	}
 	req.MemberPolicy = req.MemberPolicy.share(r.replicas)
 	req.TeamPolicy = req.TeamPolicy.share(r.replicas)
@@ -233,20 +361,81 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 	return d, nil
 }
 
-// Release frees the request's concurrency slots with one script call; releasing twice
-// is harmless.
-func (r *Redis) Release(ctx context.Context, team, member, requestID string) error {
+// Settle replaces the request's hold with its real cost and frees its concurrency
+// slots with one script call. A replay, or a request id never admitted with a hold,
+// changes nothing and says so.
+//
+// When the hold is unknown because Redis lost it: if the team has been rebuilt since
+// s.Epoch (the generation the hold was placed in), Cost is charged to the current
+// periods' counters that exist (Lost); if it has not been rebuilt yet, nothing
+// changes, and the request is counted only if its ledger row is durable before the
+// rebuild reads the ledger. Either way such a request was in flight at the loss: this
+// is the overspend bound the package documents.
+func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) {
+	if err := s.validate(); err != nil {
+		return SettleResult{}, fmt.Errorf("limiter: settle: %w", err)
+	}
 	// The slot may have come from the twin while Redis was unreachable.
-	_ = r.fallback.Release(ctx, team, member, requestID)
+	_, _ = r.fallback.Settle(ctx, s)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	base := r.teamBase(s.Team)
+	member := base + "m:" + s.Member + ":"
+	keys := []string{base + "epoch", base + "holds", base + "leases", base + "settled",
+		member + "conc", base + "team:conc", member + "tpm", base + "team:tpm",
+		base + "spend:total", base + "spend:daily", base + "spend:monthly"}
+	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
+		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
+	if err != nil {
+		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
+	}
+	if len(v) != 3 {
+		return SettleResult{}, fmt.Errorf("limiter: settle: unexpected reply %v", v)
+	}
+	return SettleResult{Applied: v[0] == 1, Known: v[1] == 1, Lost: v[2] == 1}, nil
+}
+
+// Rebuild restores the team's spend counters (and mirrored revocations and cut-offs)
+// from state with one script call, unless the team's marker is already set: then
+// another replica rebuilt it first and nothing changes (nil error). It fails with
+// ErrRebuildEarly when state.At lies in a later period than the script's clock.
+func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error {
+	if err := state.validate(); err != nil {
+		return fmt.Errorf("limiter: rebuild %s: %w", team, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	base := r.teamBase(team)
-	keys := []string{base + "m:" + member + ":conc", base + "team:conc"}
-	if err := releaseScript.Run(ctx, r.client, keys, requestID).Err(); err != nil {
-		return fmt.Errorf("limiter: release %s/%s %s: %w", team, member, requestID, err)
+	keys := []string{base + "epoch", base + "spend:total", base + "spend:daily", base + "spend:monthly"}
+	for _, k := range state.RevokedKeys {
+		keys = append(keys, base+"revoked:"+k)
 	}
+	for _, m := range state.CutOff {
+		keys = append(keys, base+"cutoff:"+m)
+	}
+	args := []any{r.scriptNow(), newEpoch(), state.At.UnixMicro()}
+	for p, v := range state.Team {
+		args = append(args, "t", p.kind(), v)
+	}
+	for m, ps := range state.Members {
+		for p, v := range ps {
+			args = append(args, "m:"+m, p.kind(), v)
+		}
+	}
+	n, err := rebuildScript.Run(ctx, r.client, keys, args...).Int64()
+	if err != nil {
+		return fmt.Errorf("limiter: rebuild %s: %w", team, err)
+	}
+	if n < 0 {
+		return ErrRebuildEarly
+	}
+	r.refusals.forgetTeam(team)
 	return nil
 }
+
+// newEpoch is a random generation number for a rebuilt team, from 1 to 2^52-1: unique
+// enough that a hold placed before one loss never matches the marker after another.
+func newEpoch() int64 { return 1 + rand.Int64N(maxExact/2-1) }
 
 // SetKeyRevoked records in Redis that the team's key is revoked (or not), which every
 // replica's next Admit checks.
@@ -254,7 +443,7 @@ func (r *Redis) SetKeyRevoked(ctx context.Context, team, keyID string, revoked b
 	// The twin learns it too, for the fail-open decisions it takes while Redis is down.
 	_ = r.fallback.SetKeyRevoked(ctx, team, keyID, revoked)
 	r.refusals.forgetTeam(team)
-	if err := r.setFlag(ctx, r.teamBase(team)+"revoked", keyID, revoked); err != nil {
+	if err := r.setFlag(ctx, r.teamBase(team)+"revoked:"+keyID, revoked); err != nil {
 		return fmt.Errorf("limiter: revoke key %s/%s: %w", team, keyID, err)
 	}
 	return nil
@@ -265,17 +454,17 @@ func (r *Redis) SetKeyRevoked(ctx context.Context, team, keyID string, revoked b
 func (r *Redis) SetMemberCutOff(ctx context.Context, team, member string, cutOff bool) error {
 	_ = r.fallback.SetMemberCutOff(ctx, team, member, cutOff)
 	r.refusals.forgetTeam(team)
-	if err := r.setFlag(ctx, r.teamBase(team)+"cutoff", member, cutOff); err != nil {
+	if err := r.setFlag(ctx, r.teamBase(team)+"cutoff:"+member, cutOff); err != nil {
 		return fmt.Errorf("limiter: cut off member %s/%s: %w", team, member, err)
 	}
 	return nil
 }
 
-func (r *Redis) setFlag(ctx context.Context, key, name string, on bool) error {
+func (r *Redis) setFlag(ctx context.Context, key string, on bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	if on {
-		return r.client.SAdd(ctx, key, name).Err()
+		return r.client.Set(ctx, key, "1", 0).Err()
 	}
-	return r.client.SRem(ctx, key, name).Err()
+	return r.client.Del(ctx, key).Err()
 }

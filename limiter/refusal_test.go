@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
@@ -44,18 +45,21 @@ func takeSnapshot(t *testing.T, c *redis.Client, prefix string) snapshot {
 	return s
 }
 
-// TestRefusalChangesNothing refuses requests for each reason, including one where the
-// member's own limits pass and only the team refuses, and requires every key to be
-// byte-for-byte what it was, with no TTL extended.
+// TestRefusalChangesNothing refuses requests for each reason, including ones where
+// the member's own limits pass and only the team refuses, and requires every key to
+// be byte-for-byte what it was, with no TTL extended: no token, slot, hold or spend
+// is taken by a refused request.
 func TestRefusalChangesNothing(t *testing.T) {
 	t.Parallel()
 	hour := time.Hour
 	tests := []struct {
-		name   string
-		want   limiter.Reason
-		setup  func(ctx context.Context, l limiter.Limiter) error
-		member limiter.Policy
-		team   limiter.Policy
+		name         string
+		want         limiter.Reason
+		setup        func(ctx context.Context, l limiter.Limiter) error
+		member       limiter.Policy
+		team         limiter.Policy
+		hold, tokens int64
+		noRebuild    bool
 	}{
 		{name: "MemberTokenBucket", want: limiter.ReasonRate,
 			member: limiter.Policy{Rate: tokenBucket(2, hour, 0), Concurrency: 5},
@@ -75,6 +79,17 @@ func TestRefusalChangesNothing(t *testing.T) {
 			},
 			member: limiter.Policy{Rate: tokenBucket(100, hour, 0), Concurrency: 5},
 			team:   limiter.Policy{Rate: slidingWindow(100, hour), Concurrency: 10}},
+		{name: "MemberBudget", want: limiter.ReasonBudget, hold: dollar,
+			member: limiter.Policy{Rate: tokenBucket(100, hour, 0), Concurrency: 50, Budget: budget(3*dollar, limiter.PeriodDaily), TokensPerMinute: 1000},
+			team:   limiter.Policy{Rate: slidingWindow(100, hour), Concurrency: 100, Budget: budget(100*dollar, limiter.PeriodTotal)}},
+		{name: "TeamBudget", want: limiter.ReasonBudget, hold: dollar,
+			member: limiter.Policy{Rate: tokenBucket(100, hour, 0), Concurrency: 50, Budget: budget(30*dollar, limiter.PeriodDaily)},
+			team:   limiter.Policy{Budget: budget(3*dollar, limiter.PeriodMonthly), TokensPerMinute: 1000}},
+		{name: "MemberTPM", want: limiter.ReasonTPM, hold: dollar, tokens: 300,
+			member: limiter.Policy{Rate: tokenBucket(100, hour, 0), Concurrency: 50, Budget: budget(30*dollar, limiter.PeriodDaily), TokensPerMinute: 1000},
+			team:   limiter.Policy{Budget: budget(100*dollar, limiter.PeriodMonthly), TokensPerMinute: 100_000}},
+		{name: "Rebuild", want: limiter.ReasonRebuild, hold: dollar, noRebuild: true,
+			member: limiter.Policy{Rate: tokenBucket(100, hour, 0), Concurrency: 50, Budget: budget(30*dollar, limiter.PeriodDaily)}},
 		{name: "CutOff", want: limiter.ReasonCutOff,
 			setup: func(ctx context.Context, l limiter.Limiter) error {
 				return l.SetMemberCutOff(ctx, "team", "ada", true)
@@ -91,14 +106,17 @@ func TestRefusalChangesNothing(t *testing.T) {
 			clk := newClock()
 			opts := limiter.RedisOptions{Prefix: prefix, Timeout: testTimeout, Now: clk.Now}
 			l := limiter.NewRedis(client, opts)
+			if !tt.noRebuild {
+				rebuildEmpty(t, l, "team", clk.Now)
+			}
 			// Bob fills the team's limits as far as they go, then ada tries.
 			bob := limiter.Request{Team: "team", Member: "bob", KeyID: "key-bob", Lease: hour, TeamPolicy: tt.team,
-				MemberPolicy: limiter.Policy{Rate: tokenBucket(2, hour, 0), Concurrency: 5}}
+				MemberPolicy: limiter.Policy{Rate: tokenBucket(2, hour, 0), Concurrency: 5}, Hold: tt.hold, Tokens: tt.tokens}
 			for range 2 {
 				admit(t, l, bob)
 			}
 			ada := limiter.Request{Team: "team", Member: "ada", KeyID: "key-ada", Lease: hour,
-				MemberPolicy: tt.member, TeamPolicy: tt.team}
+				MemberPolicy: tt.member, TeamPolicy: tt.team, Hold: tt.hold, Tokens: tt.tokens}
 			for admit(t, l, ada).Allowed {
 			}
 			if tt.setup != nil {
@@ -142,16 +160,17 @@ func TestRetryAfterIsExact(t *testing.T) {
 	t.Run("TokenBucketNumbers", func(t *testing.T) {
 		req := limiter.Request{Team: "numbers", Member: "tb", MemberPolicy: limiter.Policy{Rate: tokenBucket(3, time.Second, 0)}}
 		d := admit(t, fresh(), req)
-		want := limiter.Decision{Allowed: true, Scope: limiter.ScopeMember, Limit: 3, Remaining: 2, Reset: 333334 * time.Microsecond}
-		if d != want {
+		want := limiter.Decision{Allowed: true, Scope: limiter.ScopeMember, Limit: 3, Remaining: 2, Reset: 333334 * time.Microsecond,
+			BudgetRemaining: -1}
+		if !reflect.DeepEqual(d, want) {
 			t.Fatalf("first admit %+v, want %+v", d, want)
 		}
 		admit(t, fresh(), req)
 		admit(t, fresh(), req)
 		d = admit(t, fresh(), req)
 		want = limiter.Decision{Reason: limiter.ReasonRate, Scope: limiter.ScopeMember, Limit: 3,
-			Reset: time.Second, RetryAfter: 333334 * time.Microsecond}
-		if d != want {
+			Reset: time.Second, RetryAfter: 333334 * time.Microsecond, BudgetRemaining: -1}
+		if !reflect.DeepEqual(d, want) {
 			t.Fatalf("fourth admit %+v, want %+v", d, want)
 		}
 	})
@@ -163,8 +182,8 @@ func TestRetryAfterIsExact(t *testing.T) {
 		}
 		d := admit(t, fresh(), req)
 		want := limiter.Decision{Reason: limiter.ReasonRate, Scope: limiter.ScopeMember, Limit: 3,
-			Reset: 900 * time.Millisecond, RetryAfter: 700 * time.Millisecond}
-		if d != want {
+			Reset: 900 * time.Millisecond, RetryAfter: 700 * time.Millisecond, BudgetRemaining: -1}
+		if !reflect.DeepEqual(d, want) {
 			t.Fatalf("fourth admit %+v, want %+v", d, want)
 		}
 	})

@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,65 +10,99 @@ import (
 	"github.com/tollgate/tollgate/limiter"
 )
 
-// admit runs the one admission call for a request and writes its rate-limit
+// admit runs the one admission call for a request (rebuilding the team's
+// counters first if Redis lost them) and writes its rate-limit and budget
 // headers. On refusal it answers the caller and returns false.
-func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, log *slog.Logger, d Dialect, key Key, member Member, team Team, route Route, requestID string) bool {
-	dec, err := g.opts.Limiter.Admit(r.Context(), limiter.Request{
-		Team:         strconv.FormatInt(key.TeamID, 10),
-		Member:       strconv.FormatInt(key.MemberID, 10),
-		KeyID:        key.ID,
-		RequestID:    requestID,
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, member Member, team Team, t *target) (limiter.Decision, bool) {
+	req := limiter.Request{
+		Team:         t.team(),
+		Member:       t.member(),
+		KeyID:        t.key.ID,
+		RequestID:    t.requestID,
 		MemberPolicy: member.Limits,
 		TeamPolicy:   team.Limits,
 		Lease:        g.opts.Lease,
-		FailOpen:     route.FailOpen,
-	})
+		FailOpen:     t.route.FailOpen,
+		Hold:         t.meter.hold,
+		Tokens:       t.meter.tokens,
+	}
+	if req.Hold > 0 || req.Tokens > 0 {
+		req.Meta = holdMeta(t)
+	}
+	dec, err := g.opts.Limiter.Admit(r.Context(), req)
+	if err == nil && dec.Reason == limiter.ReasonRebuild {
+		if err = g.rebuild(r.Context(), t.key.TeamID); err == nil {
+			dec, err = g.opts.Limiter.Admit(r.Context(), req)
+		}
+	}
 	if err != nil {
-		log.Error("admission failed", "err", err, "fail_open", route.FailOpen, "allowed", dec.Allowed)
+		t.log.Error("admission failed", "err", err, "fail_open", t.route.FailOpen, "allowed", dec.Allowed)
+	}
+	if len(dec.Expired) > 0 {
+		g.recordExpired(t.key.TeamID, dec.Expired)
 	}
 	setRateHeaders(w.Header(), dec)
-	if dec.Allowed {
-		return true
+	if dec.BudgetRemaining >= 0 {
+		w.Header().Set("X-Budget-Remaining-Micros", strconv.FormatInt(dec.BudgetRemaining, 10))
 	}
-	log.Info("request refused", "reason", string(dec.Reason), "scope", string(dec.Scope), "member_id", key.MemberID)
+	if dec.Allowed {
+		return dec, true
+	}
+	t.log.Info("request refused", "reason", string(dec.Reason), "scope", string(dec.Scope), "member_id", t.key.MemberID)
 	switch dec.Reason {
 	case limiter.ReasonRevoked:
 		WriteError(w, d, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"})
 	case limiter.ReasonCutOff:
 		WriteError(w, d, errMemberDisabled)
-	case limiter.ReasonUnavailable:
-		w.Header().Set("Retry-After", "1")
-		WriteError(w, d, &Error{Kind: KindUnavailable, Message: "the gateway cannot check rate limits right now; retry shortly"})
-	default:
+	case limiter.ReasonBudget:
+		WriteError(w, d, budgetRefusal(dec, t.meter.hold))
+	case limiter.ReasonTPM:
+		if dec.TooLarge {
+			WriteError(w, d, &Error{Kind: KindInvalidRequest, Message: fmt.Sprintf(
+				"this request may use up to %d tokens, more than the limit of %d tokens per minute; lower max_tokens", t.meter.tokens, dec.Limit)})
+			break
+		}
+		setRetryHeaders(w.Header(), dec.RetryAfter)
+		WriteError(w, d, &Error{Kind: KindRateLimit, Message: fmt.Sprintf("%s tokens-per-minute limit is reached; retry after %d ms",
+			whose(dec.Scope), ceilMillis(dec.RetryAfter))})
+	case limiter.ReasonRate, limiter.ReasonConcurrency:
 		setRetryHeaders(w.Header(), dec.RetryAfter)
 		what := "rate limit"
 		if dec.Reason == limiter.ReasonConcurrency {
 			what = "limit on requests in flight"
 		}
-		whose := "your"
-		if dec.Scope == limiter.ScopeTeam {
-			whose = "your team's"
-		}
-		WriteError(w, d, &Error{Kind: KindRateLimit, Message: whose + " " + what + " is reached; retry after " +
-			strconv.FormatInt(ceilMillis(dec.RetryAfter), 10) + " ms"})
+		WriteError(w, d, &Error{Kind: KindRateLimit, Message: fmt.Sprintf("%s %s is reached; retry after %d ms",
+			whose(dec.Scope), what, ceilMillis(dec.RetryAfter))})
+	default: // unavailable, or a rebuild that could not be done
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, d, &Error{Kind: KindUnavailable, Message: "the gateway cannot check limits right now; retry shortly"})
 	}
-	return false
+	return dec, false
 }
 
-// release frees the request's concurrency slot even when the client has gone:
-// a slot left behind would count against the member until its lease ends.
-func (g *Gateway) release(r *http.Request, log *slog.Logger, key Key, requestID string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
-	defer cancel()
-	err := g.opts.Limiter.Release(ctx, strconv.FormatInt(key.TeamID, 10), strconv.FormatInt(key.MemberID, 10), requestID)
-	if err != nil {
-		log.Warn("concurrency slot not released; its lease will free it", "err", err)
+func whose(s limiter.Scope) string {
+	if s == limiter.ScopeTeam {
+		return "your team's"
 	}
+	return "your"
+}
+
+// rebuild restores a team's counters from the durable ledger after Redis lost
+// them, so losing Redis never resets anyone's spend.
+func (g *Gateway) rebuild(ctx context.Context, teamID int64) error {
+	if g.opts.Rebuild == nil {
+		return fmt.Errorf("proxy: team %d: Redis lost its counters and no rebuild is configured", teamID)
+	}
+	state, err := g.opts.Rebuild(ctx, teamID)
+	if err != nil {
+		return fmt.Errorf("proxy: rebuild team %d: %w", teamID, err)
+	}
+	return g.opts.Limiter.Rebuild(ctx, strconv.FormatInt(teamID, 10), state)
 }
 
 // setRateHeaders reports the tightest rate limit, when there is one.
 func setRateHeaders(h http.Header, d limiter.Decision) {
-	if d.Limit == 0 || d.Reason == limiter.ReasonConcurrency {
+	if d.Limit == 0 || d.Reason == limiter.ReasonConcurrency || d.Reason == limiter.ReasonTPM {
 		return
 	}
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))

@@ -13,13 +13,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy/usage"
 )
 
 // Options configure a Gateway. Zero durations and sizes take the defaults noted.
@@ -45,8 +48,17 @@ type Options struct {
 	// Limiter admits each request: revocation, cut-off, rate and concurrency, in
 	// one call (default an in-process limiter, right only for a single replica).
 	Limiter limiter.Limiter
-	// Lease bounds how long a request holds its concurrency slot (default 15m).
+	// Lease bounds how long a request holds its concurrency slot and its spend
+	// hold (default 15m); a hold whose lease ends unsettled is charged in full.
 	Lease time.Duration
+	// Ledger records every paid request's hold and settlement (required for paid
+	// routes; default discards, for tests of the unpaid data path).
+	Ledger Ledger
+	// Rebuild computes a team's spend from the durable ledger when Redis has lost
+	// its counters (default: none, the request fails with 503).
+	Rebuild func(ctx context.Context, teamID int64) (limiter.TeamState, error)
+	// MaxInflatedBytes bounds a compressed body once inflated for estimation (default 32 MiB).
+	MaxInflatedBytes int64
 }
 
 // Gateway is the http.Handler for every provider route.
@@ -81,6 +93,12 @@ func New(opts Options) *Gateway {
 	if opts.Lease == 0 {
 		opts.Lease = 15 * time.Minute
 	}
+	if opts.Ledger == nil {
+		opts.Ledger = discardLedger{}
+	}
+	if opts.MaxInflatedBytes == 0 {
+		opts.MaxInflatedBytes = 32 << 20
+	}
 	g := &Gateway{opts: opts}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        rewrite,
@@ -99,10 +117,19 @@ const RequestIDHeader = "X-Tollgate-Request-Id"
 // read it from the request context.
 type target struct {
 	requestID  string
+	start      time.Time
+	log        *slog.Logger
+	key        Key
 	route      Route
 	rest       string // escaped path below the route prefix
 	credential string
+	meter      meter
 	cancel     context.CancelCauseFunc
+
+	// Set while proxying, read after ReverseProxy.ServeHTTP returns.
+	sent   atomic.Bool // request headers reached the upstream
+	status int         // the upstream's status; 0 if it never answered
+	tap    *usage.Tap  // reads the usage from a metered response
 }
 
 type targetKey struct{}
@@ -147,11 +174,27 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, dialect, err)
 		return
 	}
-	team, _ := snap.Team(key.TeamID)
-	if !g.admit(w, r, log, dialect, key, member, team, route, requestID) {
+	m, merr := g.meterRequest(r, route, rest, snap)
+	if merr != nil {
+		WriteError(w, dialect, merr)
 		return
 	}
-	defer g.release(r, log, key, requestID)
+	if m.paid && !g.opts.Ledger.Healthy() {
+		w.Header().Set("Retry-After", "5")
+		WriteError(w, dialect, &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
+		return
+	}
+	t := &target{requestID: requestID, start: time.Now().UTC(), log: log, key: key, route: route, rest: rest,
+		credential: credential, meter: m}
+	team, _ := snap.Team(key.TeamID)
+	dec, admitted := g.admit(w, r, dialect, member, team, t)
+	if !admitted {
+		return
+	}
+	defer g.settle(r, t, dec)
+	if m.paid {
+		g.opts.Ledger.Record(t.ledgerEntry(LedgerHeld, 0))
+	}
 	if !key.ExpiresAt.IsZero() {
 		// RFC 9745 Deprecation and RFC 8594 Sunset: the key was rotated and stops
 		// working at the end of its grace window.
@@ -164,7 +207,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NewResponseController(w).EnableFullDuplex()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	t := &target{requestID: requestID, route: route, rest: rest, credential: credential, cancel: cancel}
+	t.cancel = cancel
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { t.sent.Store(true) }})
 	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, t)))
 }
 
@@ -253,6 +297,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	t := resp.Request.Context().Value(targetKey{}).(*target)
+	t.status = resp.StatusCode
 	// An upstream that reflects request headers must not hand the credential back.
 	if t.credential != "" {
 		for name, values := range resp.Header {
@@ -262,6 +307,10 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 				}
 			}
 		}
+	}
+	if t.meter.priced {
+		t.tap = usage.NewTap(t.meter.kind, resp.Header.Get("Content-Type"), resp.Body)
+		resp.Body = t.tap
 	}
 	resp.Body = newIdleBody(resp.Body, g.opts.StreamIdleTimeout, t.cancel)
 	return nil

@@ -34,7 +34,7 @@ func newTestGateway(t *testing.T, upstream string, opts Options) (gatewayURL, ke
 		[]Member{{ID: 1, TeamID: 1}},
 		[]Route{{ID: 1, TeamID: 1, Prefix: "/p", Upstream: u, Dialect: DialectAnthropic,
 			CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY", CredentialFormat: "{}"}},
-		time.Now())
+		nil, time.Now())
 	opts.Snapshots = staticSource{snap}
 	opts.Getenv = func(string) string { return "provider-secret" }
 	srv := httptest.NewServer(New(opts))

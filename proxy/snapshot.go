@@ -7,16 +7,19 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy/estimate"
 )
 
 // Snapshot is an immutable view of the config the data path needs: keys, members
 // and routes. Replicas swap a whole new Snapshot in atomically; nothing in it is
 // ever modified after NewSnapshot returns.
 type Snapshot struct {
-	keys     map[string]Key
-	teams    map[int64]Team
-	members  map[int64]Member
-	routes   map[int64][]Route // by team, longest prefix first
+	keys    map[string]Key
+	teams   map[int64]Team
+	members map[int64]Member
+	routes  map[int64][]Route // by team, longest prefix first
+	// Prices are the model prices holds and costs are computed from.
+	Prices   estimate.Table
 	LoadedAt time.Time
 }
 
@@ -68,8 +71,9 @@ type Route struct {
 }
 
 // NewSnapshot indexes teams, keys, members and routes.
-func NewSnapshot(teams []Team, keys []Key, members []Member, routes []Route, loadedAt time.Time) *Snapshot {
+func NewSnapshot(teams []Team, keys []Key, members []Member, routes []Route, prices estimate.Table, loadedAt time.Time) *Snapshot {
 	s := &Snapshot{
+		Prices:   prices,
 		keys:     make(map[string]Key, len(keys)),
 		teams:    make(map[int64]Team, len(teams)),
 		members:  make(map[int64]Member, len(members)),
@@ -150,4 +154,27 @@ func CredentialEnvAllowed(name string) bool {
 		}
 	}
 	return true
+}
+
+// TeamMembers lists a team's members; for the rare whole-team work such as
+// rebuilding admission counters, not the request path.
+func (s *Snapshot) TeamMembers(teamID int64) []Member {
+	var out []Member
+	for _, m := range s.members {
+		if m.TeamID == teamID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// RevokedKeys lists the ids of a team's revoked keys, as TeamMembers is used.
+func (s *Snapshot) RevokedKeys(teamID int64) []string {
+	var out []string
+	for _, k := range s.keys {
+		if k.TeamID == teamID && k.Revoked {
+			out = append(out, k.ID)
+		}
+	}
+	return out
 }

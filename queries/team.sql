@@ -12,6 +12,7 @@ SELECT * FROM team ORDER BY id;
 
 -- name: TeamSetLimits :one
 UPDATE team SET rate_algorithm = @rate_algorithm, rate_limit = @rate_limit,
-    rate_period_ms = @rate_period_ms, rate_burst = @rate_burst, concurrency = @concurrency
+    rate_period_ms = @rate_period_ms, rate_burst = @rate_burst, concurrency = @concurrency,
+    tokens_per_minute = @tokens_per_minute, budget_micros = @budget_micros, budget_period = @budget_period
 WHERE id = @id
 RETURNING *;

@@ -29,12 +29,19 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   rotate-key     --key ID [--grace 24h]              (old key works until the grace ends)
   revoke-key     --key ID
   set-limits     --team T [--member E] [--algorithm token_bucket|sliding_window]
-                 [--rate N] [--period 1s] [--burst N] [--concurrency N]   (no --member: team-wide; 0 removes)
+                 [--rate N] [--period 1s] [--burst N] [--concurrency N] [--tpm N]
+                 [--budget 25.00|none] [--budget-period total|daily|monthly]   (no --member: team-wide; 0 removes)
   disable-member --team T --member E
   enable-member  --team T --member E
   list           teams | members|keys|routes --team T
   audit          [--team T] [--limit 50]
-  setup-link     prints a one-time link (24h) that creates a team and its owner in the console`
+  setup-link     prints a one-time link (24h) that creates a team and its owner in the console
+  set-price      --model M [--input 3.00] [--output 15.00] [--cache-write 3.75] [--cache-write-1h 6.00]
+                 [--cache-read 0.30] [--max-output N] [--tier-threshold N --tier-input 6.00 --tier-output 22.50
+                 [--tier-cache-write ..] [--tier-cache-write-1h ..] [--tier-cache-read ..]] [--provider P]
+                 [--taken-on YYYY-MM-DD]   ($ per million tokens, exact to $0.000001; a new model needs
+                 --input, --output and --max-output; --tier-threshold 0 removes the tier)
+  list-prices    [--provider P] [--model PREFIX]`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
@@ -58,6 +65,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
 		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
+		"set-price": setPrice, "list-prices": listPrices,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {

@@ -40,7 +40,8 @@ func (e *UsageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return &UsageError{msg: fmt.Sprintf(format, args...)} }
 
 const usage = `usage: tollgate <command>
-  serve              run the gateway (applies migrations first)
+  serve              run the gateway (applies migrations first);
+                     serve --check-config [--connect] validates the environment and exits
   dev                run the gateway with a ready-to-use local team (make run)
   migrate            create the database if missing and apply migrations
   admin <verb> ...   manage teams, members, routes and keys (tollgate admin help)
@@ -95,8 +96,16 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 
 func serve(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("serve")
+	check := fs.Bool("check-config", false, "validate the configuration, print every problem and exit (1 if any)")
+	connect := fs.Bool("connect", false, "with --check-config: also reach Postgres and Redis")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *connect && !*check {
+		return usagef("serve: --connect goes with --check-config")
+	}
+	if *check {
+		return checkConfig(ctx, env, *connect)
 	}
 	cfg, err := loadConfig(env)
 	if err != nil {

@@ -29,8 +29,12 @@ func dev(ctx context.Context, args []string, env Env) error {
 	teamName := fs.String("team", "local", "team to set up")
 	email := fs.String("email", "owner@localhost.localdomain", "the local owner's email")
 	mockAddr := fs.String("mock-addr", "127.0.0.1:9999", "where the mock provider listens")
+	mockURL := fs.String("mock-url", "", "use a mock provider already running there (docker compose), with the key in $"+mockCredentialEnv+", instead of starting one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *mockURL != "" && env.Getenv(mockCredentialEnv) == "" {
+		return usagef("dev: --mock-url needs %s, the key that mock provider expects", mockCredentialEnv)
 	}
 	env.Getenv = withLocalRedis(env.Getenv)
 	cfg, err := loadConfig(env)
@@ -43,23 +47,27 @@ func dev(ctx context.Context, args []string, env Env) error {
 	upstreams := map[string]string{"anthropic": "", "openai": ""} // "" = the real provider
 	credentialEnvs := map[string]string{}
 	if getenv("ANTHROPIC_API_KEY") == "" || getenv("OPENAI_API_KEY") == "" {
-		mockKey := randomToken()
-		mockURL, stop, err := startMock(*mockAddr, mockKey)
-		if err != nil {
-			return err
+		upstream := *mockURL
+		if upstream == "" {
+			mockKey := randomToken()
+			url, stop, err := startMock(*mockAddr, mockKey)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			upstream = url
+			getenv = func(name string) string {
+				if name == mockCredentialEnv {
+					return mockKey
+				}
+				return env.Getenv(name)
+			}
 		}
-		defer stop()
 		for preset, envName := range map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"} {
 			if getenv(envName) == "" {
-				upstreams[preset] = mockURL
+				upstreams[preset] = upstream
 				credentialEnvs[preset] = mockCredentialEnv
 			}
-		}
-		getenv = func(name string) string {
-			if name == mockCredentialEnv {
-				return mockKey
-			}
-			return env.Getenv(name)
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tollgate/tollgate/app/store"
 )
@@ -19,6 +20,9 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 	period := c.flags.Duration("period", 0, "rate period, e.g. 1s or 1m")
 	burst := c.flags.Int64("burst", 0, "token bucket capacity (0: same as --rate)")
 	concurrency := c.flags.Int64("concurrency", 0, "requests in flight at once (0: no cap)")
+	tpm := c.flags.Int64("tpm", 0, "tokens per minute (0: no limit)")
+	budget := c.flags.String("budget", "", "spend limit per budget period in dollars, e.g. 25.00 (\"none\": no budget)")
+	budgetPeriod := c.flags.String("budget-period", "", "total, daily or monthly (UTC)")
 	if err := c.parse(args, "team"); err != nil {
 		return err
 	}
@@ -39,6 +43,7 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 		return err
 	}
 	l := current
+	var budgetErr error
 	c.flags.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "algorithm":
@@ -51,8 +56,25 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 			l.RateBurst = *burst
 		case "concurrency":
 			l.Concurrency = *concurrency
+		case "tpm":
+			l.TokensPerMinute = *tpm
+		case "budget-period":
+			l.BudgetPeriod = *budgetPeriod
+		case "budget":
+			if *budget == "none" {
+				l.Budget = nil
+				return
+			}
+			micros, err := store.ParseDollars(*budget)
+			if err != nil {
+				budgetErr = usagef("admin set-limits: --budget: %v", err)
+			}
+			l.Budget = &micros
 		}
 	})
+	if budgetErr != nil {
+		return budgetErr
+	}
 	whose := "team " + t.Name
 	if *memberRef == "" {
 		l, err = c.st.SetTeamLimits(ctx, store.ActorCLI, t.ID, l)
@@ -75,9 +97,15 @@ func describeLimits(l store.Limits) string {
 		}
 		rate += ")"
 	}
-	conc := "no cap on requests in flight"
+	parts := []string{rate, "no cap on requests in flight", "no token limit", "no budget"}
 	if l.Concurrency > 0 {
-		conc = fmt.Sprintf("at most %d in flight", l.Concurrency)
+		parts[1] = fmt.Sprintf("at most %d in flight", l.Concurrency)
 	}
-	return rate + ", " + conc
+	if l.TokensPerMinute > 0 {
+		parts[2] = fmt.Sprintf("%d tokens/min", l.TokensPerMinute)
+	}
+	if l.Budget != nil {
+		parts[3] = fmt.Sprintf("budget $%s %s", store.FormatDollars(*l.Budget), l.BudgetPeriod)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,9 @@ type Config struct {
 	// ListenAddr is the public listener. LISTEN_ADDR, default :$PORT when PORT is
 	// set (Fly, Render, Cloud Run), else 127.0.0.1:8080.
 	ListenAddr string
-	// PublicURL is how callers reach the gateway, used in printed instructions.
-	// PUBLIC_URL, default http://<ListenAddr>.
+	// PublicURL is how callers reach the gateway, used in printed instructions,
+	// links and the console's cookie choice. PUBLIC_URL, default
+	// https://$FLY_APP_NAME.fly.dev on Fly, else http://<ListenAddr>.
 	PublicURL string
 	// ConfigPollInterval is the backstop reload of the config snapshot when a
 	// change notification is missed. CONFIG_POLL_INTERVAL, default 30s.
@@ -32,6 +34,9 @@ type Config struct {
 	KeyRotationGrace time.Duration
 	// MaxRequestBodyBytes bounds a request body on the wire. MAX_REQUEST_BODY_BYTES, default 8388608.
 	MaxRequestBodyBytes int64
+	// MaxInflatedBodyBytes bounds a compressed request body once inflated to
+	// estimate its cost (413 past it). MAX_INFLATED_BODY_BYTES, default 33554432.
+	MaxInflatedBodyBytes int64
 	// MaxRequestHeaderBytes bounds a request's headers. MAX_REQUEST_HEADER_BYTES, default 65536.
 	MaxRequestHeaderBytes int
 	// UpstreamFirstByteTimeout bounds the wait for an upstream's response headers.
@@ -45,9 +50,24 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// LogLevel is debug, info, warn or error. LOG_LEVEL, default info.
 	LogLevel slog.Level
-	// RedisURL is the shared admission store (redis:// or rediss://). REDIS_URL,
-	// default none: limits are then kept per process, correct only for one replica.
+	// RedisURL is the shared admission store: redis://[user:password@]host:port[/db],
+	// rediss:// for TLS; several comma-separated host:port for Cluster seeds or
+	// Sentinels. REDIS_URL, default none: limits are then kept per process, correct
+	// only for one replica.
 	RedisURL string
+	// RedisCluster says REDIS_URL's hosts are Redis Cluster nodes. REDIS_CLUSTER,
+	// default false.
+	RedisCluster bool
+	// RedisSentinelMaster names the master that REDIS_URL's hosts, Sentinels,
+	// watch. REDIS_SENTINEL_MASTER, default none (no Sentinel).
+	RedisSentinelMaster string
+	// RedisSentinelPassword authenticates to the Sentinels themselves; REDIS_URL's
+	// credentials are the master's. REDIS_SENTINEL_PASSWORD, default none.
+	RedisSentinelPassword string
+	// RedisTLSCAFile is a PEM file of CAs that sign the Redis server certificate,
+	// for a rediss:// REDIS_URL on a private CA. REDIS_TLS_CA_FILE, default none:
+	// the system roots.
+	RedisTLSCAFile string
 	// RedisKeyPrefix starts every Redis key, so several gateways (or tests) can
 	// share one Redis. REDIS_KEY_PREFIX, default "tg:".
 	RedisKeyPrefix string
@@ -73,20 +93,18 @@ func Load(getenv func(string) string) (Config, error) {
 		ConfigPollInterval:       p.duration("CONFIG_POLL_INTERVAL", 30*time.Second, time.Second),
 		KeyRotationGrace:         p.duration("KEY_ROTATION_GRACE", 24*time.Hour, 0),
 		MaxRequestBodyBytes:      p.int64("MAX_REQUEST_BODY_BYTES", 8<<20, 1024),
+		MaxInflatedBodyBytes:     p.int64("MAX_INFLATED_BODY_BYTES", 32<<20, 1024),
 		MaxRequestHeaderBytes:    int(p.int64("MAX_REQUEST_HEADER_BYTES", 64<<10, 4096)),
 		UpstreamFirstByteTimeout: p.duration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
 		StreamIdleTimeout:        p.duration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
 		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),
-		RedisURL:                 p.str("REDIS_URL", ""),
 		RedisKeyPrefix:           p.str("REDIS_KEY_PREFIX", "tg:"),
 		RedisTimeout:             p.duration("REDIS_TIMEOUT", 150*time.Millisecond, time.Millisecond),
 		Replicas:                 int(p.int64("GATEWAY_REPLICAS", 1, 1)),
 		ConcurrencyLease:         p.duration("CONCURRENCY_LEASE", 15*time.Minute, time.Second),
 	}
-	c.PublicURL = p.str("PUBLIC_URL", "http://"+hostForURL(c.ListenAddr))
-	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		p.fail("DATABASE_URL", "must be a postgres:// URL")
-	}
+	c.PublicURL = p.str("PUBLIC_URL", defaultPublicURL(getenv, c.ListenAddr))
+	p.checkDatabaseURL(c.DatabaseURL)
 	_, port, err := net.SplitHostPort(c.ListenAddr)
 	listenOK := err == nil && validPort(port)
 	switch {
@@ -101,21 +119,46 @@ func Load(getenv func(string) string) (Config, error) {
 		(err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		p.fail("PUBLIC_URL", "must be an http:// or https:// URL, not %q", c.PublicURL)
 	}
-	if c.RedisURL != "" {
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-			p.fail("REDIS_URL", "must be a redis:// or rediss:// URL")
-		}
-	}
+	p.loadRedis(&c)
 	if strings.ContainsAny(c.RedisKeyPrefix, "{}") {
 		p.fail("REDIS_KEY_PREFIX", "must not contain { or }, which would replace the team's Redis Cluster hash tag")
 	}
-	if err := c.LogLevel.UnmarshalText([]byte(p.str("LOG_LEVEL", "info"))); err != nil {
-		p.fail("LOG_LEVEL", "must be debug, info, warn or error")
+	if level := p.str("LOG_LEVEL", "info"); c.LogLevel.UnmarshalText([]byte(level)) != nil {
+		p.fail("LOG_LEVEL", "must be debug, info, warn or error, not %q", level)
 	}
 	if len(p.errs) > 0 {
 		return Config{}, errors.Join(p.errs...)
 	}
 	return c, nil
+}
+
+// sslModes are the sslmode values Postgres clients (and pgx) accept.
+var sslModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+
+// checkDatabaseURL checks the parts of DATABASE_URL a typo breaks. Its messages
+// never repeat the URL, which usually holds a password.
+func (p *parser) checkDatabaseURL(raw string) {
+	const form = "postgres://user:password@host:5432/dbname?sslmode=require"
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		p.fail("DATABASE_URL", "must be a postgres:// URL such as %s", form)
+		return
+	}
+	if port := u.Port(); port != "" && !validPort(port) {
+		p.fail("DATABASE_URL", "must have a port from 1 to 65535 after the host, as in %s", form)
+	}
+	if mode := u.Query().Get("sslmode"); mode != "" && !slices.Contains(sslModes, mode) {
+		p.fail("DATABASE_URL", "sslmode must be one of %s, not %q", strings.Join(sslModes, ", "), mode)
+	}
+}
+
+// defaultPublicURL is the app's fly.dev address on Fly, which sets
+// FLY_APP_NAME on every machine, else the listen address over http.
+func defaultPublicURL(getenv func(string) string, listen string) string {
+	if app := getenv("FLY_APP_NAME"); app != "" {
+		return "https://" + app + ".fly.dev"
+	}
+	return "http://" + hostForURL(listen)
 }
 
 func defaultListenAddr(getenv func(string) string) string {
@@ -155,6 +198,19 @@ func (p *parser) str(name, def string) string {
 		return v
 	}
 	return def
+}
+
+func (p *parser) bool(name string, def bool) bool {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.fail(name, "must be true or false, not %q", v)
+		return def
+	}
+	return b
 }
 
 func (p *parser) duration(name string, def, min time.Duration) time.Duration {

@@ -1,7 +1,18 @@
 package config_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +55,7 @@ func TestLoadDefaults(t *testing.T) {
 		ConfigPollInterval:       30 * time.Second,
 		KeyRotationGrace:         24 * time.Hour,
 		MaxRequestBodyBytes:      8 << 20,
+		MaxInflatedBodyBytes:     32 << 20,
 		MaxRequestHeaderBytes:    64 << 10,
 		UpstreamFirstByteTimeout: 10 * time.Minute,
 		StreamIdleTimeout:        2 * time.Minute,
@@ -78,6 +90,16 @@ func TestLoadValues(t *testing.T) {
 			func(c config.Config) bool { return c.PublicURL == "http://localhost:8082" }},
 		{"IPv6ListenAddrBracketedInPublicURL", map[string]string{"LISTEN_ADDR": "[::1]:8083"},
 			func(c config.Config) bool { return c.PublicURL == "http://[::1]:8083" }},
+		{"FlyEnvironment", map[string]string{"PORT": "8080", "FLY_APP_NAME": "acme-gw",
+			"DATABASE_URL": "postgres://acme:pw@acme-db.flycast:5432/acme?sslmode=disable",
+			"REDIS_URL":    "redis://default:pw@fly-acme-redis.upstash.io:6379"},
+			func(c config.Config) bool {
+				return c.ListenAddr == ":8080" && c.PublicURL == "https://acme-gw.fly.dev" && c.RedisMode() == config.RedisSingle
+			}},
+		{"PublicURLWinsOverFlyAppName", map[string]string{"FLY_APP_NAME": "acme-gw", "PUBLIC_URL": "https://llm.acme.dev"},
+			func(c config.Config) bool { return c.PublicURL == "https://llm.acme.dev" }},
+		{"ManagedPostgresRequiresTLS", map[string]string{"DATABASE_URL": "postgresql://u:pw@db.example.com:5432/tollgate?sslmode=require"},
+			func(c config.Config) bool { return strings.HasSuffix(c.DatabaseURL, "sslmode=require") }},
 		{"PublicURLHonoured", map[string]string{"PUBLIC_URL": "https://gw.example.com"},
 			func(c config.Config) bool { return c.PublicURL == "https://gw.example.com" }},
 		{"PostgresqlScheme", map[string]string{"DATABASE_URL": "postgresql://u@db/x"},
@@ -109,76 +131,202 @@ func TestLoadValues(t *testing.T) {
 	}
 }
 
+// TestLoadBadValue: each bad value gets exactly one problem, worded exactly so:
+// the variable first, then what would be valid.
 func TestLoadBadValue(t *testing.T) {
 	t.Parallel()
+	const pgForm = "postgres://user:password@host:5432/dbname?sslmode=require"
+	const redisForm = "redis://[user:password@]host:port[,host:port...][/db] (rediss:// for TLS)"
 	tests := []struct {
 		name, value string
-		wantIn      string // a hint at what would be valid
+		want        string
 	}{
-		{"DATABASE_URL", "mysql://root@db/tollgate", "postgres://"},
-		{"DATABASE_URL", "host=db user=postgres", "postgres://"},
-		{"LISTEN_ADDR", "localhost", "port"},
-		{"LISTEN_ADDR", ":0", "1 to 65535"},
-		{"LISTEN_ADDR", ":65536", "1 to 65535"},
-		{"LISTEN_ADDR", ":http", "1 to 65535"},
-		{"PUBLIC_URL", "gw.example.com", "http://"},
-		{"PUBLIC_URL", "ftp://gw.example.com", "http://"},
-		{"PUBLIC_URL", "https://", "http://"},
-		{"LOG_LEVEL", "loud", "debug, info, warn or error"},
-		{"REDIS_URL", "localhost:6379", "redis://"},
-		{"REDIS_URL", "http://localhost:6379", "redis://"},
-		{"REDIS_KEY_PREFIX", "tg:{x}:", "hash tag"},
-		{"REDIS_TIMEOUT", "0s", "at least 1ms"},
-		{"GATEWAY_REPLICAS", "0", "at least 1"},
-		{"CONCURRENCY_LEASE", "100ms", "at least 1s"},
-		{"CONFIG_POLL_INTERVAL", "soon", "duration"},
-		{"CONFIG_POLL_INTERVAL", "500ms", "at least 1s"},
-		{"CONFIG_POLL_INTERVAL", "30", "duration"},
-		{"KEY_ROTATION_GRACE", "-1h", "at least 0s"},
-		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "10", "duration"},
-		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "999ms", "at least 1s"},
-		{"STREAM_IDLE_TIMEOUT", "0s", "at least 1s"},
-		{"SHUTDOWN_TIMEOUT", "-5s", "at least 0s"},
-		{"MAX_REQUEST_BODY_BYTES", "-1", "at least 1024"},
-		{"MAX_REQUEST_BODY_BYTES", "1023", "at least 1024"},
-		{"MAX_REQUEST_BODY_BYTES", "8MB", "whole number"},
-		{"MAX_REQUEST_HEADER_BYTES", "-4096", "at least 4096"},
-		{"MAX_REQUEST_HEADER_BYTES", "1.5", "whole number"},
+		{"DATABASE_URL", "mysql://root@db/tollgate", "DATABASE_URL must be a postgres:// URL such as " + pgForm},
+		{"DATABASE_URL", "host=db user=postgres", "DATABASE_URL must be a postgres:// URL such as " + pgForm},
+		{"DATABASE_URL", "postgres://u@db:99999/x", "DATABASE_URL must have a port from 1 to 65535 after the host, as in " + pgForm},
+		{"DATABASE_URL", "postgres://u@db/x?sslmode=required", `DATABASE_URL sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full, not "required"`},
+		{"PORT", "eighty", `PORT must be a port from 1 to 65535, not "eighty"`},
+		{"PORT", "0", `PORT must be a port from 1 to 65535, not "0"`},
+		{"LISTEN_ADDR", "localhost", `LISTEN_ADDR must be host:port or :port with a port from 1 to 65535, not "localhost"`},
+		{"LISTEN_ADDR", ":0", `LISTEN_ADDR must be host:port or :port with a port from 1 to 65535, not ":0"`},
+		{"LISTEN_ADDR", ":65536", `LISTEN_ADDR must be host:port or :port with a port from 1 to 65535, not ":65536"`},
+		{"LISTEN_ADDR", ":http", `LISTEN_ADDR must be host:port or :port with a port from 1 to 65535, not ":http"`},
+		{"PUBLIC_URL", "gw.example.com", `PUBLIC_URL must be an http:// or https:// URL, not "gw.example.com"`},
+		{"PUBLIC_URL", "ftp://gw.example.com", `PUBLIC_URL must be an http:// or https:// URL, not "ftp://gw.example.com"`},
+		{"PUBLIC_URL", "https://", `PUBLIC_URL must be an http:// or https:// URL, not "https://"`},
+		{"LOG_LEVEL", "loud", `LOG_LEVEL must be debug, info, warn or error, not "loud"`},
+		{"REDIS_URL", "localhost:6379", "REDIS_URL must be a URL of the form " + redisForm},
+		{"REDIS_URL", "http://localhost:6379", `REDIS_URL must use the redis:// or rediss:// scheme, not "http://", as in ` + redisForm},
+		{"REDIS_URL", "redis-sentinel://s1:26379,s2:26379/mymaster", "REDIS_URL must use the redis:// or rediss:// scheme, not redis-sentinel://; say REDIS_CLUSTER=true or REDIS_SENTINEL_MASTER=<name> instead"},
+		{"REDIS_URL", "redis://", "REDIS_URL has no host; want " + redisForm},
+		{"REDIS_URL", "redis://h:0", `REDIS_URL host "h:0" must have a port from 1 to 65535`},
+		{"REDIS_URL", "redis://h:65536", `REDIS_URL host "h:65536" must have a port from 1 to 65535`},
+		{"REDIS_URL", "redis://h:port", `REDIS_URL host "h:port" must have a port from 1 to 65535`},
+		{"REDIS_URL", "redis://::1:6379", `REDIS_URL host "::1:6379" must be host:port with a port from 1 to 65535 (IPv6 in brackets)`},
+		{"REDIS_URL", "redis://h:6379,", "REDIS_URL has an empty host in its host list"},
+		{"REDIS_URL", "redis://h:6379/x", `REDIS_URL path must be a database number such as /0, not "/x"`},
+		{"REDIS_URL", "redis://h:6379/0?dial_timeout=1", "REDIS_URL must not have ?query parameters; timeouts come from REDIS_TIMEOUT, TLS from the rediss:// scheme and REDIS_TLS_CA_FILE"},
+		{"REDIS_URL", "redis://a:6379,b:6379", "REDIS_URL lists 2 hosts; several hosts are Cluster seeds (set REDIS_CLUSTER=true) or Sentinels (set REDIS_SENTINEL_MASTER), a single server takes one host"},
+		{"REDIS_URL", "redis://:%zz@h", "REDIS_URL has a badly percent-encoded user or password; encode special characters as %XX"},
+		{"REDIS_CLUSTER", "yes", `REDIS_CLUSTER must be true or false, not "yes"`},
+		{"REDIS_CLUSTER", "true", "REDIS_CLUSTER needs REDIS_URL, which is empty; set REDIS_URL to " + redisForm + " or unset REDIS_CLUSTER"},
+		{"REDIS_SENTINEL_MASTER", "mymaster", "REDIS_SENTINEL_MASTER needs REDIS_URL, which is empty; set REDIS_URL to " + redisForm + " or unset REDIS_SENTINEL_MASTER"},
+		{"REDIS_TLS_CA_FILE", "/etc/ssl/ca.pem", "REDIS_TLS_CA_FILE needs REDIS_URL, which is empty; set REDIS_URL to " + redisForm + " or unset REDIS_TLS_CA_FILE"},
+		{"REDIS_KEY_PREFIX", "tg:{x}:", "REDIS_KEY_PREFIX must not contain { or }, which would replace the team's Redis Cluster hash tag"},
+		{"REDIS_TIMEOUT", "0s", `REDIS_TIMEOUT must be a duration such as 30s or 5m, at least 1ms, not "0s"`},
+		{"GATEWAY_REPLICAS", "0", `GATEWAY_REPLICAS must be a whole number of at least 1, not "0"`},
+		{"CONCURRENCY_LEASE", "100ms", `CONCURRENCY_LEASE must be a duration such as 30s or 5m, at least 1s, not "100ms"`},
+		{"CONFIG_POLL_INTERVAL", "soon", `CONFIG_POLL_INTERVAL must be a duration such as 30s or 5m, at least 1s, not "soon"`},
+		{"CONFIG_POLL_INTERVAL", "500ms", `CONFIG_POLL_INTERVAL must be a duration such as 30s or 5m, at least 1s, not "500ms"`},
+		{"CONFIG_POLL_INTERVAL", "30", `CONFIG_POLL_INTERVAL must be a duration such as 30s or 5m, at least 1s, not "30"`},
+		{"KEY_ROTATION_GRACE", "-1h", `KEY_ROTATION_GRACE must be a duration such as 30s or 5m, at least 0s, not "-1h"`},
+		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "10", `UPSTREAM_FIRST_BYTE_TIMEOUT must be a duration such as 30s or 5m, at least 1s, not "10"`},
+		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "999ms", `UPSTREAM_FIRST_BYTE_TIMEOUT must be a duration such as 30s or 5m, at least 1s, not "999ms"`},
+		{"STREAM_IDLE_TIMEOUT", "0s", `STREAM_IDLE_TIMEOUT must be a duration such as 30s or 5m, at least 1s, not "0s"`},
+		{"SHUTDOWN_TIMEOUT", "-5s", `SHUTDOWN_TIMEOUT must be a duration such as 30s or 5m, at least 0s, not "-5s"`},
+		{"MAX_REQUEST_BODY_BYTES", "-1", `MAX_REQUEST_BODY_BYTES must be a whole number of at least 1024, not "-1"`},
+		{"MAX_REQUEST_BODY_BYTES", "1023", `MAX_REQUEST_BODY_BYTES must be a whole number of at least 1024, not "1023"`},
+		{"MAX_REQUEST_BODY_BYTES", "8MB", `MAX_REQUEST_BODY_BYTES must be a whole number of at least 1024, not "8MB"`},
+		{"MAX_INFLATED_BODY_BYTES", "512", `MAX_INFLATED_BODY_BYTES must be a whole number of at least 1024, not "512"`},
+		{"MAX_REQUEST_HEADER_BYTES", "-4096", `MAX_REQUEST_HEADER_BYTES must be a whole number of at least 4096, not "-4096"`},
+		{"MAX_REQUEST_HEADER_BYTES", "1.5", `MAX_REQUEST_HEADER_BYTES must be a whole number of at least 4096, not "1.5"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
 			t.Parallel()
 			got := problems(t, loadErr(map[string]string{tt.name: tt.value}))
-			if len(got) != 1 {
-				t.Fatalf("got %d problems, want 1: %q", len(got), got)
-			}
-			msg := got[0]
-			if !strings.HasPrefix(msg, tt.name+" ") {
-				t.Errorf("problem %q does not start with the variable %s", msg, tt.name)
-			}
-			if !strings.Contains(msg, tt.wantIn) {
-				t.Errorf("problem %q does not say %q", msg, tt.wantIn)
-			}
-			if strings.Contains(msg, "\n") {
-				t.Errorf("problem %q spans lines", msg)
+			if len(got) != 1 || got[0] != tt.want {
+				t.Errorf("problems = %q\nwant [%q]", got, tt.want)
 			}
 		})
 	}
 }
 
+// TestLoadRedisCombinations: the REDIS_* variables that only make sense together.
+func TestLoadRedisCombinations(t *testing.T) {
+	t.Parallel()
+	ca := writeCA(t)
+	notPEM := filepath.Join(t.TempDir(), "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		vars map[string]string
+		want []string
+	}{
+		{"ClusterWithDatabase", map[string]string{"REDIS_URL": "redis://a:7000,b:7001/3", "REDIS_CLUSTER": "true"},
+			[]string{"REDIS_URL must select database 0 (or none) when REDIS_CLUSTER is true: a Redis Cluster has only database 0, not /3"}},
+		{"ClusterAndSentinel", map[string]string{"REDIS_URL": "redis://a:7000", "REDIS_CLUSTER": "true", "REDIS_SENTINEL_MASTER": "mymaster"},
+			[]string{"REDIS_SENTINEL_MASTER must be empty when REDIS_CLUSTER is true: a deployment is either a Cluster or Sentinel-managed, not both"}},
+		{"SentinelPasswordWithoutSentinel", map[string]string{"REDIS_URL": "redis://a:6379", "REDIS_SENTINEL_PASSWORD": "s3cret-sentinel"},
+			[]string{"REDIS_SENTINEL_PASSWORD applies only with REDIS_SENTINEL_MASTER; unset it or name the master"}},
+		{"CAFileWithoutTLS", map[string]string{"REDIS_URL": "redis://a:6379", "REDIS_TLS_CA_FILE": ca},
+			[]string{"REDIS_TLS_CA_FILE needs a rediss:// REDIS_URL; redis:// does not use TLS"}},
+		{"CAFileMissing", map[string]string{"REDIS_URL": "rediss://a:6379", "REDIS_TLS_CA_FILE": "/nonexistent/ca.pem"},
+			[]string{"REDIS_TLS_CA_FILE must be a readable PEM file of CA certificates: open /nonexistent/ca.pem: no such file or directory"}},
+		{"CAFileNotPEM", map[string]string{"REDIS_URL": "rediss://a:6379", "REDIS_TLS_CA_FILE": notPEM},
+			[]string{"REDIS_TLS_CA_FILE must be a readable PEM file of CA certificates: " + notPEM + " holds no PEM certificate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := problems(t, loadErr(tt.vars))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("problems = %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadRedisShapes: every deployment shape REDIS_URL and its companions
+// describe, as the client builder sees them.
+func TestLoadRedisShapes(t *testing.T) {
+	t.Parallel()
+	ca := writeCA(t)
+	tests := []struct {
+		name string
+		vars map[string]string
+		mode config.RedisMode
+		want config.RedisEndpoint
+	}{
+		{"Single", map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/2"}, config.RedisSingle,
+			config.RedisEndpoint{Addrs: []string{"127.0.0.1:6379"}, DB: 2}},
+		{"DefaultPort", map[string]string{"REDIS_URL": "redis://cache.internal"}, config.RedisSingle,
+			config.RedisEndpoint{Addrs: []string{"cache.internal:6379"}}},
+		{"UpstashOnFly", map[string]string{"REDIS_URL": "redis://default:AbC123@fly-tollgate-redis.upstash.io:6379"}, config.RedisSingle,
+			config.RedisEndpoint{Addrs: []string{"fly-tollgate-redis.upstash.io:6379"}, Username: "default", Password: "AbC123"}},
+		{"TLSWithCA", map[string]string{"REDIS_URL": "rediss://:p%40ss@redis.example.com:6380", "REDIS_TLS_CA_FILE": ca}, config.RedisSingle,
+			config.RedisEndpoint{Addrs: []string{"redis.example.com:6380"}, Password: "p@ss", TLS: true}},
+		{"PasswordWithSlash", map[string]string{"REDIS_URL": "redis://:a/b?c@h:1/0"}, config.RedisSingle,
+			config.RedisEndpoint{Addrs: []string{"h:1"}, Password: "a/b?c"}},
+		{"IPv6", map[string]string{"REDIS_URL": "redis://[::1]:6379,[fd00::2]", "REDIS_CLUSTER": "true"}, config.RedisCluster,
+			config.RedisEndpoint{Addrs: []string{"[::1]:6379", "[fd00::2]:6379"}}},
+		{"Cluster", map[string]string{"REDIS_URL": "rediss://n1:7000,n2:7001,n3:7002", "REDIS_CLUSTER": "true"}, config.RedisCluster,
+			config.RedisEndpoint{Addrs: []string{"n1:7000", "n2:7001", "n3:7002"}, TLS: true}},
+		{"ClusterOneSeed", map[string]string{"REDIS_URL": "redis://clustercfg.example:6379", "REDIS_CLUSTER": "1"}, config.RedisCluster,
+			config.RedisEndpoint{Addrs: []string{"clustercfg.example:6379"}}},
+		{"Sentinel", map[string]string{"REDIS_URL": "redis://:masterpw@s1:26379,s2:26379/1", "REDIS_SENTINEL_MASTER": "mymaster",
+			"REDIS_SENTINEL_PASSWORD": "sentinelpw"}, config.RedisSentinel,
+			config.RedisEndpoint{Addrs: []string{"s1:26379", "s2:26379"}, Password: "masterpw", DB: 1}},
+		{"ClusterFalse", map[string]string{"REDIS_URL": "redis://h:6379", "REDIS_CLUSTER": "false"}, config.RedisSingle,
+			config.RedisEndpoint{Addrs: []string{"h:6379"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Load(env(tt.vars))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.RedisMode() != tt.mode {
+				t.Errorf("RedisMode = %s, want %s", c.RedisMode(), tt.mode)
+			}
+			got, err := config.ParseRedisURL(c.RedisURL)
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ParseRedisURL = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// A Redis URL usually holds a password: no problem may echo it.
+func TestLoadBadRedisURLHidesPassword(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"http://u:hunter2@h", "redis://u:hunter2@h:0", "redis://u:hunter2@h/x", "redis://u:hunter2@a,b",
+		"redis://u:hunter2@h?x=1", "redis://u:hunter2%zz@h", "redis-cluster://u:hunter2@h"} {
+		err := loadErr(map[string]string{"REDIS_URL": u})
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Load(REDIS_URL=%s) error = %v, want one without the password", u, err)
+		}
+	}
+}
+
+// writeCA writes a PEM certificate (self-signed, good enough for parsing) and
+// returns its path.
+func writeCA(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func loadErr(vars map[string]string) error {
 	_, err := config.Load(env(vars))
 	return err
-}
-
-// A bad PORT is what the operator set; naming only LISTEN_ADDR would send them
-// looking for a variable they never set.
-func TestLoadBadPortNamesPort(t *testing.T) {
-	t.Parallel()
-	got := problems(t, loadErr(map[string]string{"PORT": "eighty"}))
-	if len(got) != 1 || !strings.Contains(got[0], "PORT") || !strings.Contains(got[0], "eighty") {
-		t.Errorf("problems = %q, want one naming PORT and its value", got)
-	}
 }
 
 // The database URL may hold a password: its problem must not echo it.
@@ -202,6 +350,10 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		"MAX_REQUEST_BODY_BYTES":   "-10",
 		"MAX_REQUEST_HEADER_BYTES": "10",
 		"STREAM_IDLE_TIMEOUT":      "1ms",
+		"REDIS_URL":                "redis://:pw@h:0",
+		"REDIS_CLUSTER":            "yes",
+		"REDIS_KEY_PREFIX":         "{t}",
+		"GATEWAY_REPLICAS":         "none",
 	}
 	c, err := config.Load(env(vars))
 	if c != (config.Config{}) {

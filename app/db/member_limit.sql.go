@@ -75,23 +75,29 @@ func (q *Queries) MemberLimitListAll(ctx context.Context, db DBTX) ([]MemberLimi
 }
 
 const memberLimitUpsert = `-- name: MemberLimitUpsert :one
-INSERT INTO member_limit (member_id, team_id, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO member_limit (member_id, team_id, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency,
+    tokens_per_minute, budget_micros, budget_period)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+    $8, $9, $10)
 ON CONFLICT (member_id) DO UPDATE SET
     rate_algorithm = excluded.rate_algorithm, rate_limit = excluded.rate_limit,
     rate_period_ms = excluded.rate_period_ms, rate_burst = excluded.rate_burst,
-    concurrency = excluded.concurrency, updated_at = now()
+    concurrency = excluded.concurrency, tokens_per_minute = excluded.tokens_per_minute,
+    budget_micros = excluded.budget_micros, budget_period = excluded.budget_period, updated_at = now()
 RETURNING member_id, team_id, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, updated_at
 `
 
 type MemberLimitUpsertParams struct {
-	MemberID      int64
-	TeamID        int64
-	RateAlgorithm string
-	RateLimit     *int64
-	RatePeriodMs  int64
-	RateBurst     *int64
-	Concurrency   *int64
+	MemberID        int64
+	TeamID          int64
+	RateAlgorithm   string
+	RateLimit       *int64
+	RatePeriodMs    int64
+	RateBurst       *int64
+	Concurrency     *int64
+	TokensPerMinute *int64
+	BudgetMicros    *int64
+	BudgetPeriod    string
 }
 
 func (q *Queries) MemberLimitUpsert(ctx context.Context, db DBTX, arg MemberLimitUpsertParams) (MemberLimit, error) {
@@ -103,6 +109,9 @@ func (q *Queries) MemberLimitUpsert(ctx context.Context, db DBTX, arg MemberLimi
 		arg.RatePeriodMs,
 		arg.RateBurst,
 		arg.Concurrency,
+		arg.TokensPerMinute,
+		arg.BudgetMicros,
+		arg.BudgetPeriod,
 	)
 	var i MemberLimit
 	err := row.Scan(

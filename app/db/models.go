@@ -88,18 +88,22 @@ type MemberLimit struct {
 }
 
 type Price struct {
-	Model                   string
-	Provider                string
-	InputMicrosPerMtok      int64
-	OutputMicrosPerMtok     int64
-	CacheWriteMicrosPerMtok int64
-	CacheReadMicrosPerMtok  int64
-	MaxOutputTokens         int64
-	TierThresholdTokens     *int64
-	TierInputMicrosPerMtok  *int64
-	TierOutputMicrosPerMtok *int64
-	TakenOn                 pgtype.Date
-	UpdatedAt               time.Time
+	Model                         string
+	Provider                      string
+	InputMicrosPerMtok            int64
+	OutputMicrosPerMtok           int64
+	CacheWriteMicrosPerMtok       int64
+	CacheReadMicrosPerMtok        int64
+	MaxOutputTokens               int64
+	TierThresholdTokens           *int64
+	TierInputMicrosPerMtok        *int64
+	TierOutputMicrosPerMtok       *int64
+	TakenOn                       pgtype.Date
+	UpdatedAt                     time.Time
+	CacheWrite1hMicrosPerMtok     int64
+	TierCacheWriteMicrosPerMtok   *int64
+	TierCacheWrite1hMicrosPerMtok *int64
+	TierCacheReadMicrosPerMtok    *int64
 }
 
 type Route struct {

@@ -116,18 +116,22 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 
 const teamSetLimits = `-- name: TeamSetLimits :one
 UPDATE team SET rate_algorithm = $1, rate_limit = $2,
-    rate_period_ms = $3, rate_burst = $4, concurrency = $5
-WHERE id = $6
+    rate_period_ms = $3, rate_burst = $4, concurrency = $5,
+    tokens_per_minute = $6, budget_micros = $7, budget_period = $8
+WHERE id = $9
 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute
 `
 
 type TeamSetLimitsParams struct {
-	RateAlgorithm string
-	RateLimit     *int64
-	RatePeriodMs  int64
-	RateBurst     *int64
-	Concurrency   *int64
-	ID            int64
+	RateAlgorithm   string
+	RateLimit       *int64
+	RatePeriodMs    int64
+	RateBurst       *int64
+	Concurrency     *int64
+	TokensPerMinute *int64
+	BudgetMicros    *int64
+	BudgetPeriod    string
+	ID              int64
 }
 
 func (q *Queries) TeamSetLimits(ctx context.Context, db DBTX, arg TeamSetLimitsParams) (Team, error) {
@@ -137,6 +141,9 @@ func (q *Queries) TeamSetLimits(ctx context.Context, db DBTX, arg TeamSetLimitsP
 		arg.RatePeriodMs,
 		arg.RateBurst,
 		arg.Concurrency,
+		arg.TokensPerMinute,
+		arg.BudgetMicros,
+		arg.BudgetPeriod,
 		arg.ID,
 	)
 	var i Team

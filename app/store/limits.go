@@ -12,25 +12,43 @@ import (
 	"github.com/tollgate/tollgate/limiter"
 )
 
-// Limits are a member's or a team's request limits. A zero RateLimit or
-// Concurrency means none of that kind.
+// Limits are a member's or a team's limits. A zero RateLimit, Concurrency or
+// TokensPerMinute means none of that kind; a nil Budget means no budget (a
+// budget of 0 refuses every paid request).
 type Limits struct {
-	RateAlgorithm string        `json:"rate_algorithm"`
-	RateLimit     int64         `json:"rate_limit"`  // requests per RatePeriod
-	RatePeriod    time.Duration `json:"rate_period"` // whole milliseconds
-	RateBurst     int64         `json:"rate_burst"`  // token bucket capacity; 0 = RateLimit
-	Concurrency   int64         `json:"concurrency"` // requests in flight
+	RateAlgorithm   string        `json:"rate_algorithm"`
+	RateLimit       int64         `json:"rate_limit"`  // requests per RatePeriod
+	RatePeriod      time.Duration `json:"rate_period"` // whole milliseconds
+	RateBurst       int64         `json:"rate_burst"`  // token bucket capacity; 0 = RateLimit
+	Concurrency     int64         `json:"concurrency"` // requests in flight
+	TokensPerMinute int64         `json:"tokens_per_minute"`
+	Budget          *int64        `json:"budget_micros"` // micro-dollars per BudgetPeriod
+	BudgetPeriod    string        `json:"budget_period"` // total, daily or monthly (UTC)
+}
+
+// NoLimits is what a member without a limits row has.
+func NoLimits() Limits {
+	return Limits{RateAlgorithm: string(limiter.AlgorithmTokenBucket), RatePeriod: time.Second, BudgetPeriod: string(limiter.PeriodMonthly)}
 }
 
 // Policy is l as the limiter enforces it, checked: a limit whose integer math
 // could overflow inside the admission script is refused here, when it is set.
 func (l Limits) Policy() (limiter.Policy, error) {
-	p := limiter.Policy{Concurrency: l.Concurrency}
+	l = l.withDefaults()
+	p := limiter.Policy{Concurrency: l.Concurrency, TokensPerMinute: l.TokensPerMinute}
 	if l.RateLimit > 0 {
 		p.Rate = &limiter.Rate{Algorithm: limiter.Algorithm(l.RateAlgorithm), Limit: l.RateLimit, Period: l.RatePeriod, Burst: l.RateBurst}
 	}
+	if l.Budget != nil {
+		p.Budget = &limiter.Budget{Limit: *l.Budget, Period: limiter.Period(l.BudgetPeriod)}
+	}
 	if l.RatePeriod%time.Millisecond != 0 || l.RatePeriod <= 0 {
 		return p, invalid("period", "rate period must be a positive whole number of milliseconds, not %s", l.RatePeriod)
+	}
+	switch limiter.Period(l.BudgetPeriod) {
+	case limiter.PeriodTotal, limiter.PeriodDaily, limiter.PeriodMonthly:
+	default:
+		return p, invalid("budget_period", "budget period must be total, daily or monthly, not %q", l.BudgetPeriod)
 	}
 	if err := p.Validate(); err != nil {
 		return p, invalid("limits", "%v", err)
@@ -38,9 +56,39 @@ func (l Limits) Policy() (limiter.Policy, error) {
 	return p, nil
 }
 
-func limitsFrom(algorithm string, rate *int64, periodMS int64, burst, concurrency *int64) Limits {
-	return Limits{RateAlgorithm: algorithm, RateLimit: deref(rate), RatePeriod: time.Duration(periodMS) * time.Millisecond,
-		RateBurst: deref(burst), Concurrency: deref(concurrency)}
+// withDefaults fills what a caller may leave blank: the algorithm and the budget
+// period, which the columns require even when no limit of that kind is set.
+func (l Limits) withDefaults() Limits {
+	if l.RateAlgorithm == "" {
+		l.RateAlgorithm = string(limiter.AlgorithmTokenBucket)
+	}
+	if l.BudgetPeriod == "" {
+		l.BudgetPeriod = string(limiter.PeriodMonthly)
+	}
+	return l
+}
+
+type limitRow struct {
+	algorithm               string
+	rate                    *int64
+	periodMS                int64
+	burst, concurrency, tpm *int64
+	budget                  *int64
+	budgetPeriod            string
+}
+
+func (r limitRow) limits() Limits {
+	return Limits{RateAlgorithm: r.algorithm, RateLimit: deref(r.rate), RatePeriod: time.Duration(r.periodMS) * time.Millisecond,
+		RateBurst: deref(r.burst), Concurrency: deref(r.concurrency), TokensPerMinute: deref(r.tpm),
+		Budget: r.budget, BudgetPeriod: r.budgetPeriod}
+}
+
+func memberLimitRow(m db.MemberLimit) limitRow {
+	return limitRow{m.RateAlgorithm, m.RateLimit, m.RatePeriodMs, m.RateBurst, m.Concurrency, m.TokensPerMinute, m.BudgetMicros, m.BudgetPeriod}
+}
+
+func teamLimitRow(t db.Team) limitRow {
+	return limitRow{t.RateAlgorithm, t.RateLimit, t.RatePeriodMs, t.RateBurst, t.Concurrency, t.TokensPerMinute, t.BudgetMicros, t.BudgetPeriod}
 }
 
 func deref(p *int64) int64 {
@@ -58,21 +106,22 @@ func orNull(v int64) *int64 {
 	return &v
 }
 
-// MemberLimits returns a member's limits (none set: no limits).
+// MemberLimits returns a member's limits (none set: NoLimits).
 func (s *Store) MemberLimits(ctx context.Context, teamID, memberID int64) (Limits, error) {
 	row, err := s.q.MemberLimitGet(ctx, s.pool, db.MemberLimitGetParams{TeamID: teamID, MemberID: memberID})
 	if err != nil {
 		if err = mapErr(err); errors.Is(err, ErrNotFound) {
-			return Limits{RateAlgorithm: string(limiter.AlgorithmTokenBucket), RatePeriod: time.Second}, nil
+			return NoLimits(), nil
 		}
 		return Limits{}, fmt.Errorf("store: member %d limits: %w", memberID, err)
 	}
-	return limitsFrom(row.RateAlgorithm, row.RateLimit, row.RatePeriodMs, row.RateBurst, row.Concurrency), nil
+	return memberLimitRow(row).limits(), nil
 }
 
-// SetMemberLimits replaces a member's request limits; every replica applies them
-// from its next snapshot reload (milliseconds, by NOTIFY).
+// SetMemberLimits replaces a member's limits; every replica applies them from its
+// next snapshot reload (milliseconds, by NOTIFY).
 func (s *Store) SetMemberLimits(ctx context.Context, actor Actor, teamID, memberID int64, l Limits) (Limits, error) {
+	l = l.withDefaults()
 	if _, err := l.Policy(); err != nil {
 		return Limits{}, err
 	}
@@ -87,7 +136,8 @@ func (s *Store) SetMemberLimits(ctx context.Context, actor Actor, teamID, member
 		}
 		if _, err := s.q.MemberLimitUpsert(ctx, tx, db.MemberLimitUpsertParams{MemberID: memberID, TeamID: teamID,
 			RateAlgorithm: l.RateAlgorithm, RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(),
-			RateBurst: orNull(l.RateBurst), Concurrency: orNull(l.Concurrency)}); err != nil {
+			RateBurst: orNull(l.RateBurst), Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute),
+			BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
 			return mapErr(err)
 		}
 		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.limits", target: m.Email, before: before, after: l})
@@ -104,11 +154,12 @@ func (s *Store) TeamLimits(ctx context.Context, teamID int64) (Limits, error) {
 	if err != nil {
 		return Limits{}, fmt.Errorf("store: team %d limits: %w", teamID, mapErr(err))
 	}
-	return limitsFrom(t.RateAlgorithm, t.RateLimit, t.RatePeriodMs, t.RateBurst, t.Concurrency), nil
+	return teamLimitRow(t).limits(), nil
 }
 
 // SetTeamLimits replaces the team-wide limits, which bind on top of each member's.
 func (s *Store) SetTeamLimits(ctx context.Context, actor Actor, teamID int64, l Limits) (Limits, error) {
+	l = l.withDefaults()
 	if _, err := l.Policy(); err != nil {
 		return Limits{}, err
 	}
@@ -119,11 +170,12 @@ func (s *Store) SetTeamLimits(ctx context.Context, actor Actor, teamID int64, l 
 		}
 		if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: teamID, RateAlgorithm: l.RateAlgorithm,
 			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
-			Concurrency: orNull(l.Concurrency)}); err != nil {
+			Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute),
+			BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
 			return mapErr(err)
 		}
 		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "team.limits", target: before.Name,
-			before: limitsFrom(before.RateAlgorithm, before.RateLimit, before.RatePeriodMs, before.RateBurst, before.Concurrency), after: l})
+			before: teamLimitRow(before).limits(), after: l})
 	})
 	if err != nil {
 		return Limits{}, fmt.Errorf("store: set team %d limits: %w", teamID, err)

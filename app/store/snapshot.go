@@ -55,12 +55,12 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		teams := make([]proxy.Team, len(teamRows))
 		for i, t := range teamRows {
 			teams[i] = proxy.Team{ID: t.ID, Limits: policy("team", t.ID,
-				limitsFrom(t.RateAlgorithm, t.RateLimit, t.RatePeriodMs, t.RateBurst, t.Concurrency))}
+				teamLimitRow(t).limits())}
 		}
 		memberLimits := make(map[int64]limiter.Policy, len(limitRows))
 		for _, l := range limitRows {
 			memberLimits[l.MemberID] = policy("member", l.MemberID,
-				limitsFrom(l.RateAlgorithm, l.RateLimit, l.RatePeriodMs, l.RateBurst, l.Concurrency))
+				memberLimitRow(l).limits())
 		}
 		keys := make([]proxy.Key, 0, len(keyRows))
 		for _, k := range keyRows {
@@ -87,7 +87,11 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 				Dialect: proxy.Dialect(r.Dialect), CredentialHeader: r.CredentialHeader, CredentialEnv: r.CredentialEnv,
 				CredentialFormat: r.CredentialFormat, FailOpen: r.FailMode == "open"})
 		}
-		snap = proxy.NewSnapshot(teams, keys, members, routes, now)
+		prices, err := s.priceTable(ctx, tx)
+		if err != nil {
+			return err
+		}
+		snap = proxy.NewSnapshot(teams, keys, members, routes, prices, now)
 		return nil
 	})
 	if err != nil {

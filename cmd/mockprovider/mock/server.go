@@ -8,7 +8,9 @@
 package mock
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -111,7 +113,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := s.begin(w, r)
 	defer x.commit()
 	body, err := io.ReadAll(r.Body)
-	x.rec.BodyBytes = len(body)
+	x.rec.BodyBytes = len(body) // as sent, before any inflating
+	if err == nil && r.Header.Get("Content-Encoding") == "gzip" {
+		body, err = gunzip(body)
+	}
 	handle, ok := endpoints[route]
 	switch {
 	case !ok:
@@ -145,4 +150,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.send(handle(x, &req))
+}
+
+// gunzip reads a gzip request body, as the real APIs accept one.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(zr, 64<<20))
 }

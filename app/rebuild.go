@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy"
+)
+
+// teamState is a team's spend in each budget period, from the ledger in Postgres
+// plus the rows this replica has not flushed yet, for rebuilding Redis's counters
+// after it lost them. Rows other replicas have not flushed are missing: at most
+// one ledger flush interval of their spend (200 ms by default).
+func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, error) {
+	now := time.Now().UTC()
+	snap := a.Snapshots.Current()
+	state := limiter.TeamState{At: now, Team: map[limiter.Period]int64{}, Members: map[string]map[limiter.Period]int64{}}
+	members := snap.TeamMembers(teamID)
+	periods := map[limiter.Period]bool{}
+	if t, ok := snap.Team(teamID); ok && t.Limits.Budget != nil {
+		periods[t.Limits.Budget.Period] = true
+	}
+	for _, m := range members {
+		if m.Limits.Budget != nil {
+			periods[m.Limits.Budget.Period] = true
+		}
+	}
+	for p := range periods {
+		since := periodStart(p, now)
+		spent, err := a.Store.SpendSince(ctx, teamID, since)
+		if err != nil {
+			return state, err
+		}
+		for _, e := range a.ledger.Pending() {
+			if e.TeamID == teamID && e.Status != proxy.LedgerHeld && !e.CreatedAt.Before(since) {
+				spent[e.MemberID] += e.CostMicros
+			}
+		}
+		for _, m := range members {
+			id := strconv.FormatInt(m.ID, 10)
+			if state.Members[id] == nil {
+				state.Members[id] = map[limiter.Period]int64{}
+			}
+			state.Members[id][p] = spent[m.ID]
+			state.Team[p] += spent[m.ID]
+		}
+	}
+	state.RevokedKeys = snap.RevokedKeys(teamID)
+	for _, m := range members {
+		if m.Disabled {
+			state.CutOff = append(state.CutOff, strconv.FormatInt(m.ID, 10))
+		}
+	}
+	return state, nil
+}
+
+// periodStart is when the budget period containing now began (UTC).
+func periodStart(p limiter.Period, now time.Time) time.Time {
+	switch p {
+	case limiter.PeriodDaily:
+		return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	case limiter.PeriodMonthly:
+		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Unix(0, 0).UTC()
+}

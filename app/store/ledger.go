@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tollgate/tollgate/app/db"
+	"github.com/tollgate/tollgate/proxy"
+	"github.com/tollgate/tollgate/proxy/usage"
+)
+
+// WriteLedger upserts entries in one round trip. A row already final (settled,
+// uncertain, released) is never reverted by a late held entry, so batches may be
+// written in any order and retried.
+func (s *Store) WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) error {
+	params := make([]db.LedgerUpsertParams, len(entries))
+	for i, e := range entries {
+		p := db.LedgerUpsertParams{TeamID: e.TeamID, RequestID: e.RequestID, MemberID: e.MemberID, KeyID: e.KeyID,
+			Model: e.Model, Status: string(e.Status), InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
+			CacheWriteTokens: e.Usage.CacheWriteTokens, CacheReadTokens: e.Usage.CacheReadTokens,
+			ReasoningTokens: e.Usage.ReasoningTokens, HeldMicros: e.HeldMicros, CostMicros: e.CostMicros, CreatedAt: e.CreatedAt}
+		if e.RouteID != 0 {
+			p.RouteID = &e.RouteID
+		}
+		if e.HTTPStatus != 0 {
+			status := int32(e.HTTPStatus)
+			p.HttpStatus = &status
+		}
+		if !e.SettledAt.IsZero() {
+			p.SettledAt = &e.SettledAt
+		}
+		params[i] = p
+	}
+	var firstErr error
+	results := s.q.LedgerUpsert(ctx, s.pool, params)
+	results.Exec(func(_ int, err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	})
+	if err := results.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return fmt.Errorf("store: write %d ledger rows: %w", len(entries), firstErr)
+	}
+	return nil
+}
+
+// Ledger lists a team's newest ledger rows since a time, optionally for one member.
+func (s *Store) Ledger(ctx context.Context, teamID int64, memberID *int64, since time.Time, limit int32) ([]proxy.LedgerEntry, error) {
+	rows, err := s.q.LedgerList(ctx, s.pool, db.LedgerListParams{TeamID: teamID, MemberID: memberID, Since: since, MaxRows: limit})
+	if err != nil {
+		return nil, fmt.Errorf("store: list ledger: %w", err)
+	}
+	entries := make([]proxy.LedgerEntry, len(rows))
+	for i, r := range rows {
+		e := proxy.LedgerEntry{TeamID: r.TeamID, MemberID: r.MemberID, KeyID: r.KeyID, RequestID: r.RequestID, Model: r.Model,
+			Status: proxy.LedgerStatus(r.Status), HeldMicros: r.HeldMicros, CostMicros: r.CostMicros, CreatedAt: r.CreatedAt,
+			Usage: usage.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CacheWriteTokens: r.CacheWriteTokens,
+				CacheReadTokens: r.CacheReadTokens, ReasoningTokens: r.ReasoningTokens}}
+		if r.RouteID != nil {
+			e.RouteID = *r.RouteID
+		}
+		if r.HttpStatus != nil {
+			e.HTTPStatus = int(*r.HttpStatus)
+		}
+		if r.SettledAt != nil {
+			e.SettledAt = *r.SettledAt
+		}
+		entries[i] = e
+	}
+	return entries, nil
+}
+
+// SpendSince is each member's settled and uncertain spend since a period start,
+// in micro-dollars: what the admission counters are rebuilt from.
+func (s *Store) SpendSince(ctx context.Context, teamID int64, since time.Time) (map[int64]int64, error) {
+	rows, err := s.q.LedgerSpendSince(ctx, s.pool, db.LedgerSpendSinceParams{TeamID: teamID, Since: since})
+	if err != nil {
+		return nil, fmt.Errorf("store: spend since %s: %w", since, err)
+	}
+	spent := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		spent[r.MemberID] = r.Spent
+	}
+	return spent, nil
+}

@@ -1,0 +1,167 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/limiter/redistest"
+)
+
+// bothLimiters returns a Redis limiter and a Local twin on one injected clock, each
+// with the team "team" rebuilt (empty), for tests that must hold for both.
+func bothLimiters(t *testing.T) (*clock, map[string]limiter.Limiter) {
+	t.Helper()
+	clk := newClock()
+	ls := map[string]limiter.Limiter{
+		"Redis": newRedis(t, redistest.Prefix(t), clk.Now),
+		"Local": limiter.NewLocal(clk.Now),
+	}
+	for _, l := range ls {
+		rebuildEmpty(t, l, "team", clk.Now)
+	}
+	return clk, ls
+}
+
+// TestSettleIsExactAndIdempotent settles over- and under-estimates exactly, then
+// replays each settle 200 times: none applies.
+func TestSettleIsExactAndIdempotent(t *testing.T) {
+	t.Parallel()
+	_, ls := bothLimiters(t)
+	for name, l := range ls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := limiter.Policy{Budget: budget(10*dollar, limiter.PeriodMonthly), TokensPerMinute: 1000}
+			req := func(hold, tokens int64) limiter.Request {
+				return limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Hold: hold, Tokens: tokens,
+					Lease: time.Minute, MemberPolicy: p}
+			}
+			over, under := req(3*dollar, 400), req(dollar, 100)
+			dOver, dUnder := admit(t, l, over), admit(t, l, under)
+			if dUnder.BudgetRemaining != 6*dollar {
+				t.Fatalf("after holds of $3 and $1: %+v", dUnder)
+			}
+			settles := []limiter.Settlement{
+				{Team: "team", Member: "ada", RequestID: over.RequestID, Cost: dollar / 2, Tokens: 150, Epoch: dOver.Epoch},
+				{Team: "team", Member: "ada", RequestID: under.RequestID, Cost: 2 * dollar, Tokens: 300, Epoch: dUnder.Epoch},
+			}
+			for _, s := range settles {
+				if r := settle(t, l, s); r != (limiter.SettleResult{Applied: true, Known: true}) {
+					t.Fatalf("first settle of %s: %+v", s.RequestID, r)
+				}
+			}
+			// Spent $2.50, nothing held: $7.50 left. Tokens: 1000 - 150 - 300 = 550.
+			probe := req(0, 550)
+			d := admit(t, l, probe)
+			if !d.Allowed || d.BudgetRemaining != 7*dollar+dollar/2 {
+				t.Fatalf("after settles: %+v, want $7.50 left and 550 tokens", d)
+			}
+			settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: probe.RequestID, Tokens: 550, Epoch: d.Epoch})
+			if d := admit(t, l, req(0, 1)); d.Allowed || d.Reason != limiter.ReasonTPM {
+				t.Fatalf("bucket should be empty: %+v", d)
+			}
+			applied := 0
+			for i := range 200 {
+				r := settle(t, l, settles[i%2])
+				if r.Applied {
+					applied++
+				}
+				if !r.Known {
+					t.Fatalf("replay %d: %+v, want known", i, r)
+				}
+			}
+			if applied != 0 {
+				t.Fatalf("%d of 200 replayed settles applied", applied)
+			}
+			if d := admit(t, l, req(0, 0)); d.BudgetRemaining != 7*dollar+dollar/2 {
+				t.Fatalf("after replays: %+v, want $7.50 left", d)
+			}
+		})
+	}
+}
+
+// TestSettleCannotTouchAnotherHold reuses a request id the way a forged X-Request-Id
+// would: admitting it again is refused, a settle under another member's name or an
+// id never admitted changes nothing, and settling one id leaves every other hold.
+func TestSettleCannotTouchAnotherHold(t *testing.T) {
+	t.Parallel()
+	_, ls := bothLimiters(t)
+	for name, l := range ls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			team := limiter.Policy{Budget: budget(4*dollar, limiter.PeriodTotal)}
+			req := func(member string) limiter.Request {
+				return limiter.Request{Team: "team", Member: member, RequestID: rid(), Hold: dollar, Lease: time.Minute, TeamPolicy: team}
+			}
+			a, b := req("ada"), req("bob")
+			da, db := admit(t, l, a), admit(t, l, b)
+
+			again := a
+			if _, err := l.Admit(context.Background(), again); !errors.Is(err, limiter.ErrHoldExists) {
+				t.Fatalf("admitting a held request id again: %v, want ErrHoldExists", err)
+			}
+			for _, s := range []limiter.Settlement{
+				{Team: "team", Member: "bob", RequestID: a.RequestID, Epoch: db.Epoch},               // ada's id, bob's name
+				{Team: "team", Member: "ada", RequestID: "never-admitted", Cost: 1, Epoch: da.Epoch}, // an id nobody holds
+				{Team: "other", Member: "ada", RequestID: a.RequestID, Epoch: da.Epoch},              // another team
+			} {
+				if r := settle(t, l, s); r != (limiter.SettleResult{}) {
+					t.Fatalf("settle %+v: %+v, want nothing done", s, r)
+				}
+			}
+			// Both holds are still there: $2 of $4 left.
+			if d := admit(t, l, limiter.Request{Team: "team", Member: "cy", RequestID: rid(), TeamPolicy: team}); d.BudgetRemaining != 2*dollar {
+				t.Fatalf("after forged settles: %+v, want $2 left", d)
+			}
+			settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: a.RequestID, Epoch: da.Epoch})
+			if d := admit(t, l, limiter.Request{Team: "team", Member: "cy", RequestID: rid(), TeamPolicy: team}); d.BudgetRemaining != 3*dollar {
+				t.Fatalf("after releasing ada's hold: %+v, want $3 left (bob's hold kept)", d)
+			}
+		})
+	}
+}
+
+// TestUnderEstimateIsCarriedAsDebt runs a member whose every request costs ten times
+// its hold: the budget is passed by at most one request's excess, and the TPM bucket
+// goes into debt and refuses until it is repaid.
+func TestUnderEstimateIsCarriedAsDebt(t *testing.T) {
+	t.Parallel()
+	_, ls := bothLimiters(t)
+	for name, l := range ls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const hold, limit = 30_000, 10 * dollar
+			p := limiter.Policy{Budget: budget(limit, limiter.PeriodTotal)}
+			var spent, admitted int64
+			for range 1000 {
+				req := limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Hold: hold, Lease: time.Minute, MemberPolicy: p}
+				d := admit(t, l, req)
+				if !d.Allowed {
+					if d.Reason != limiter.ReasonBudget {
+						t.Fatalf("refused with %+v", d)
+					}
+					break
+				}
+				admitted++
+				settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: req.RequestID, Cost: 10 * hold, Epoch: d.Epoch})
+				spent += 10 * hold
+			}
+			if spent > limit+9*hold || spent <= limit-10*hold {
+				t.Fatalf("spent %d against %d over %d requests; want at most one excess (%d) over", spent, limit, admitted, 9*hold)
+			}
+
+			// TPM: 100 reserved, 1,000 used: 400 in debt, refused for 50 s.
+			tp := limiter.Policy{TokensPerMinute: 600}
+			req := limiter.Request{Team: "team", Member: "bob", RequestID: rid(), Tokens: 100, Lease: time.Minute, MemberPolicy: tp}
+			d := admit(t, l, req)
+			settle(t, l, limiter.Settlement{Team: "team", Member: "bob", RequestID: req.RequestID, Tokens: 1000, Epoch: d.Epoch})
+			req.RequestID, req.Tokens = rid(), 0
+			d = admit(t, l, req)
+			if d.Allowed || d.Reason != limiter.ReasonTPM || d.RetryAfter != 40*time.Second || d.Remaining != 0 {
+				t.Fatalf("in debt: %+v, want refused for 40s", d)
+			}
+		})
+	}
+}

@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy/estimate"
+	"github.com/tollgate/tollgate/proxy/usage"
+)
+
+// meter is what the gateway decided a request may cost before forwarding it.
+type meter struct {
+	kind   usage.Kind
+	paid   bool // the route reaches a paid upstream
+	priced bool // and this endpoint is token-priced: settled from the reported usage
+	price  estimate.Price
+	model  string
+	hold   int64 // micro-dollars reserved against the budgets
+	tokens int64 // tokens reserved against the TPM limits
+}
+
+// unmeteredHold is reserved for a write to a paid route whose endpoint has no
+// token price (batches, files, count_tokens): it is released at settle, but it
+// makes a member whose budget is spent get refused there too.
+const unmeteredHold = 1
+
+// meterRequest reads the (bounded, already read) body to estimate the request's
+// worst-case cost. It may rewrite the body: a streamed OpenAI chat request without
+// stream_options.include_usage gets it, so the stream carries its usage.
+func (g *Gateway) meterRequest(r *http.Request, route Route, rest string, snap *Snapshot) (meter, *Error) {
+	m := meter{paid: route.Dialect == DialectAnthropic || route.Dialect == DialectOpenAI}
+	if !m.paid {
+		return m, nil
+	}
+	upstreamPath := strings.TrimSuffix(route.Upstream.EscapedPath(), "/") + rest
+	m.kind = usage.KindFor(string(route.Dialect), r.Method, upstreamPath)
+	kind, ok := estimateKinds[m.kind]
+	if !ok {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
+			m.hold = unmeteredHold
+		}
+		return m, nil
+	}
+	body, _ := io.ReadAll(r.Body) // a bytes.Reader set by readBody: cannot fail
+	decoded, err := estimate.Decode(r.Header.Get("Content-Encoding"), body, g.opts.MaxInflatedBytes)
+	if err != nil {
+		return m, bodyError(err)
+	}
+	req, err := estimate.Parse(kind, decoded)
+	if err != nil {
+		return m, bodyError(err)
+	}
+	price, err := snap.Prices.Lookup(req.Model)
+	if err != nil {
+		return m, &Error{Kind: KindInvalidRequest, Message: err.Error()}
+	}
+	if m.hold, err = price.HoldFor(req); err != nil {
+		return m, bodyError(err)
+	}
+	out := req.MaxOutputTokens
+	if out == 0 && kind != estimate.OpenAIEmbeddings {
+		out = price.MaxOutputTokens
+	}
+	m.priced, m.price, m.model = true, price, req.Model
+	m.tokens = min(req.InputTokens+out*max(req.Choices, 1), limiter.MaxTokens)
+
+	if kind == estimate.OpenAIChat && req.Stream && !req.IncludeUsage {
+		injected, changed, err := usage.InjectIncludeUsage(decoded)
+		if err != nil {
+			return m, &Error{Kind: KindInvalidRequest, Message: "could not add stream_options.include_usage: " + err.Error()}
+		}
+		if changed {
+			// Sent as decoded JSON: recompressing would gain nothing on loopback-to-provider
+			// bodies this size, and the provider accepts either.
+			body = injected
+			r.Header.Del("Content-Encoding")
+		}
+	}
+	setBody(r, body)
+	// The usage is read from the response as it passes: it must not arrive compressed.
+	r.Header.Set("Accept-Encoding", "identity")
+	return m, nil
+}
+
+var estimateKinds = map[usage.Kind]estimate.Kind{
+	usage.AnthropicMessages: estimate.AnthropicMessages,
+	usage.OpenAIChat:        estimate.OpenAIChat,
+	usage.OpenAIResponses:   estimate.OpenAIResponses,
+	usage.OpenAIEmbeddings:  estimate.OpenAIEmbeddings,
+	usage.OpenAICompletions: estimate.OpenAICompletions,
+}
+
+func bodyError(err error) *Error {
+	switch estimate.HTTPStatus(err) {
+	case http.StatusRequestEntityTooLarge:
+		return &Error{Kind: KindTooLarge, Message: err.Error()}
+	case http.StatusUnsupportedMediaType:
+		return &Error{Kind: KindInvalidRequest, Status: http.StatusUnsupportedMediaType, Message: err.Error()}
+	}
+	return &Error{Kind: KindInvalidRequest, Message: err.Error()}
+}
+
+func setBody(r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+}
+
+// settle replaces the hold with what the request really cost, from the usage the
+// provider reported, and records the ledger row. It runs detached from the
+// request's context: a client hanging up must not skip it.
+func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	status, cost, tokens, used := t.outcome()
+	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
+		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
+	if err != nil {
+		t.log.Error("settle failed; the hold stays until its lease ends and is then charged in full", "err", err)
+	}
+	if !t.meter.paid {
+		return
+	}
+	e := t.ledgerEntry(status, cost)
+	e.Usage = used
+	e.HTTPStatus = t.status
+	e.SettledAt = time.Now().UTC()
+	g.opts.Ledger.Record(e)
+}
+
+// outcome decides the charge: the reported usage when the provider gave it; the
+// usage seen so far when a stream broke after carrying some; the whole hold when
+// the request reached the upstream and nothing says what it cost; nothing when it
+// provably never reached the upstream, or the provider answered with an error
+// (providers do not bill refused requests).
+func (t *target) outcome() (status LedgerStatus, cost, tokens int64, used usage.Usage) {
+	if !t.meter.priced {
+		return LedgerSettled, 0, 0, used
+	}
+	if t.tap != nil {
+		u, seen, final := t.tap.Result()
+		switch {
+		case seen && final:
+			return LedgerSettled, t.meter.price.Cost(priceUsage(u)), tokensOf(u), u
+		case seen:
+			return LedgerUncertain, t.meter.price.Cost(priceUsage(u)), tokensOf(u), u
+		case t.status >= 400:
+			return LedgerReleased, 0, 0, u
+		}
+		return LedgerUncertain, t.meter.hold, t.meter.tokens, u
+	}
+	if !t.sent.Load() {
+		return LedgerReleased, 0, 0, used
+	}
+	return LedgerUncertain, t.meter.hold, t.meter.tokens, used
+}
+
+// priceUsage splits the reported cache writes into the two priced lifetimes.
+func priceUsage(u usage.Usage) estimate.Usage {
+	return estimate.Usage{InputTokens: u.InputTokens, CacheWriteTokens: u.CacheWriteTokens - u.CacheWrite1hTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens, CacheReadTokens: u.CacheReadTokens, OutputTokens: u.OutputTokens}
+}
+
+func tokensOf(u usage.Usage) int64 {
+	return min(u.InputTokens+u.CacheWriteTokens+u.CacheReadTokens+u.OutputTokens, limiter.MaxTokens)
+}
+
+func (t *target) team() string   { return strconv.FormatInt(t.key.TeamID, 10) }
+func (t *target) member() string { return strconv.FormatInt(t.key.MemberID, 10) }
+
+func (t *target) ledgerEntry(status LedgerStatus, cost int64) LedgerEntry {
+	return LedgerEntry{TeamID: t.key.TeamID, MemberID: t.key.MemberID, KeyID: t.key.ID, RouteID: t.route.ID,
+		RequestID: t.requestID, Model: t.meter.model, Status: status, HeldMicros: t.meter.hold, CostMicros: cost,
+		CreatedAt: t.start}
+}
+
+// holdMeta is stored with a hold so that, if this replica dies before settling,
+// whoever sweeps the expired hold can write its ledger row.
+func holdMeta(t *target) string {
+	return fmt.Sprintf("%d|%s|%d|%s", t.key.MemberID, t.key.ID, t.route.ID, t.meter.model)
+}
+
+// recordExpired writes the ledger rows of holds another replica left behind: they
+// were charged in full, so they are uncertain.
+func (g *Gateway) recordExpired(teamID int64, expired []limiter.ExpiredHold) {
+	now := time.Now().UTC()
+	for _, h := range expired {
+		parts := strings.SplitN(h.Meta, "|", 4)
+		if len(parts) != 4 {
+			continue
+		}
+		member, _ := strconv.ParseInt(parts[0], 10, 64)
+		route, _ := strconv.ParseInt(parts[2], 10, 64)
+		g.opts.Ledger.Record(LedgerEntry{TeamID: teamID, MemberID: member, KeyID: parts[1], RouteID: route, Model: parts[3],
+			RequestID: h.RequestID, Status: LedgerUncertain, HeldMicros: h.Hold, CostMicros: h.Hold, CreatedAt: now, SettledAt: now})
+	}
+}
+
+// budgetRefusal words a 402 so the member knows which budget ran out and when it
+// comes back.
+func budgetRefusal(d limiter.Decision, hold int64) *Error {
+	whose := "your"
+	if d.BudgetScope == limiter.ScopeTeam {
+		whose = "your team's"
+	}
+	resets := "it does not reset; ask a team owner"
+	if !d.BudgetResetsAt.IsZero() {
+		resets = "it resets at " + d.BudgetResetsAt.UTC().Format(time.RFC3339)
+	}
+	if d.TooLarge {
+		return &Error{Kind: KindBudget, Message: fmt.Sprintf("this request may cost up to %s, more than %s whole budget; lower max_tokens",
+			dollars(hold), whose)}
+	}
+	return &Error{Kind: KindBudget, Message: fmt.Sprintf("%s budget is spent: %s left, and this request may cost up to %s; %s",
+		whose, dollars(max(d.BudgetRemaining, 0)), dollars(hold), resets)}
+}
+
+// dollars formats micro-dollars exactly, e.g. 1234567 → $1.234567.
+func dollars(micros int64) string {
+	return fmt.Sprintf("$%d.%06d", micros/1_000_000, micros%1_000_000)
+}

@@ -1,0 +1,141 @@
+package usage
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// openAIWire is OpenAI's usage object in both namings: chat, legacy completions and
+// embeddings say prompt/completion, the Responses API input/output. Compatible servers
+// sometimes send both names with the same count, so the larger is taken, never the sum.
+type openAIWire struct {
+	PromptTokens            int64        `json:"prompt_tokens"`
+	InputTokens             int64        `json:"input_tokens"`
+	CompletionTokens        int64        `json:"completion_tokens"`
+	OutputTokens            int64        `json:"output_tokens"`
+	PromptTokensDetails     cachedWire   `json:"prompt_tokens_details"`
+	InputTokensDetails      cachedWire   `json:"input_tokens_details"`
+	CompletionTokensDetails thinkingWire `json:"completion_tokens_details"`
+	OutputTokensDetails     thinkingWire `json:"output_tokens_details"`
+}
+
+type cachedWire struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+type thinkingWire struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+}
+
+// openAIUsage decodes a usage object; null, absent or malformed is no usage. OpenAI
+// counts cached tokens inside the input, so they are taken out of InputTokens.
+func openAIUsage(raw json.RawMessage) (Usage, bool) {
+	var w openAIWire
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &w) != nil {
+		return Usage{}, false
+	}
+	cached := max(w.PromptTokensDetails.CachedTokens, w.InputTokensDetails.CachedTokens)
+	u := Usage{
+		InputTokens:     max(w.PromptTokens, w.InputTokens) - cached,
+		CacheReadTokens: cached,
+		OutputTokens:    max(w.CompletionTokens, w.OutputTokens),
+		ReasoningTokens: max(w.CompletionTokensDetails.ReasoningTokens, w.OutputTokensDetails.ReasoningTokens),
+	}
+	// More cached than input is the provider's inconsistency; charging the cached
+	// tokens and no negative input keeps the cost from dropping below either count.
+	u.InputTokens = max(u.InputTokens, 0)
+	return u, u.valid()
+}
+
+// chatEvent reads a chat (or legacy completions) stream: usage is in the chunk whose
+// usage is an object, usually the last with no choices; every other chunk has none or
+// "usage":null. Chunks are checked for a usage or error object before being parsed, so
+// the hundreds of content chunks cost a scan, not a JSON decode.
+func chatEvent(r *result, name, data []byte, truncated bool) {
+	if truncated {
+		return // usage and error chunks are small; a chunk this big is content
+	}
+	if string(name) == "error" {
+		r.streamErr = errorName(data)
+		return
+	}
+	if !hasObjectMember(data, usageKey) && !hasObjectMember(data, errorKey) {
+		return
+	}
+	var ev struct {
+		Usage json.RawMessage `json:"usage"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return
+	}
+	if u, ok := openAIUsage(ev.Usage); ok {
+		r.usage, r.seen, r.final = u, true, true
+	}
+	if len(ev.Error) > 0 && ev.Error[0] == '{' {
+		r.streamErr = errorName(data)
+	}
+}
+
+// responsesEvent reads a Responses stream: the usage is in the response that
+// response.completed, response.incomplete or response.failed carries. That event holds
+// the whole response, so it can pass maxEventBytes; then its usage is looked for in the
+// tail kept (usageInTail), and if it is not there the count is not final.
+func responsesEvent(r *result, name, data []byte, truncated bool) {
+	switch string(name) {
+	case "response.completed", "response.incomplete", "response.failed":
+		var raw json.RawMessage
+		if truncated {
+			raw = usageInTail(data, 2)
+		} else {
+			var ev struct {
+				Response struct {
+					Usage json.RawMessage `json:"usage"`
+					Error json.RawMessage `json:"error"`
+				} `json:"response"`
+			}
+			if json.Unmarshal(data, &ev) != nil {
+				return
+			}
+			raw = ev.Response.Usage
+			if e := ev.Response.Error; len(e) > 0 && e[0] == '{' {
+				r.streamErr = errorName(e)
+			}
+		}
+		if u, ok := openAIUsage(raw); ok {
+			r.usage, r.seen, r.final = u, true, true
+		}
+	case "error":
+		r.streamErr = errorName(data)
+	}
+}
+
+// responsesKeeps names the events responsesEvent reads.
+func responsesKeeps(name []byte) bool {
+	switch string(name) {
+	case "response.completed", "response.incomplete", "response.failed", "error":
+		return true
+	}
+	return false
+}
+
+var usageKey, errorKey = []byte(`"usage"`), []byte(`"error"`)
+
+// hasObjectMember reports whether data has the quoted key followed by an object, as
+// a cheap test before decoding. It can say yes for a key nested deeper, never no for
+// one that is there.
+func hasObjectMember(data, quotedKey []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(data[i:], quotedKey)
+		if j < 0 {
+			return false
+		}
+		i += j + len(quotedKey)
+		k := skipSpace(data, i)
+		if k < len(data) && data[k] == ':' {
+			if k = skipSpace(data, k+1); k < len(data) && data[k] == '{' {
+				return true
+			}
+		}
+	}
+}

@@ -1,0 +1,33 @@
+-- name: LedgerUpsert :batchexec
+-- One request's row. A row already settled, uncertain or released is final: a late
+-- 'held' write (batches may arrive out of order across flushes) never reverts it.
+INSERT INTO ledger (team_id, request_id, member_id, key_id, route_id, model, status, http_status,
+    input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens,
+    held_micros, cost_micros, created_at, settled_at)
+VALUES (@team_id, @request_id, @member_id, @key_id, @route_id, @model, @status, @http_status,
+    @input_tokens, @output_tokens, @cache_write_tokens, @cache_read_tokens, @reasoning_tokens,
+    @held_micros, @cost_micros, @created_at, @settled_at)
+ON CONFLICT (team_id, request_id) DO UPDATE SET
+    status = excluded.status, http_status = excluded.http_status,
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+    cache_write_tokens = excluded.cache_write_tokens, cache_read_tokens = excluded.cache_read_tokens,
+    reasoning_tokens = excluded.reasoning_tokens, cost_micros = excluded.cost_micros,
+    settled_at = excluded.settled_at
+WHERE ledger.status = 'held';
+
+-- name: LedgerList :many
+SELECT * FROM ledger
+WHERE team_id = @team_id
+  AND (sqlc.narg('member_id')::bigint IS NULL OR member_id = sqlc.narg('member_id'))
+  AND created_at >= @since
+ORDER BY created_at DESC, request_id
+LIMIT @max_rows;
+
+-- name: LedgerSpendSince :many
+-- Spend per member since a period start, for rebuilding admission counters:
+-- settled and uncertain rows count their cost; rows still held are in flight and
+-- are charged when they settle.
+SELECT member_id, coalesce(sum(cost_micros), 0)::bigint AS spent
+FROM ledger
+WHERE team_id = @team_id AND created_at >= @since AND status IN ('settled', 'uncertain')
+GROUP BY member_id;
