@@ -73,12 +73,7 @@ func TestSettleExactCost(t *testing.T) {
 }
 
 func openaiRequest(t *testing.T, f *fixture, body string) *http.Request {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.gw.URL+"/openai/v1/chat/completions", strings.NewReader(body))
-	must(t, err)
-	req.Header.Set("Authorization", "Bearer "+f.key)
-	req.Header.Set("Content-Type", "application/json")
-	return req
+	return chatRequest(t, f.gw.URL, f.key, body)
 }
 
 // TestBudgetRefusal: once the budget is spent the member gets 402 in the
@@ -348,4 +343,41 @@ func TestRedisLosesCountersMidRun(t *testing.T) {
 	if spent > 2000 || first == 0 {
 		t.Fatalf("spent %d against 2000 over %d calls", spent, first)
 	}
+}
+
+// TestUnderEstimationOvershootsByOneRequest: the provider reports ten times and
+// more the tokens the hold assumed (a huge prompt-cache write the body does not
+// show); each shortfall is charged as debt, so the member ends at most one
+// request's excess over budget and is refused from then on.
+func TestUnderEstimationOvershootsByOneRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const budget = 1_000_000 // $1
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(budget), BudgetPeriod: "total"})
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+	var spent, largest, hold int64
+	for i := range 20 {
+		req := anthropicRequest(t, f.gw.URL, f.key, messagesBody)
+		req.Header.Set("X-Mock-Cache-Write-Tokens", "100000") // $0.375 at $3.75 per million
+		r := do(t, req)
+		if r.status == http.StatusPaymentRequired {
+			if i < 2 {
+				t.Fatalf("refused after %d requests", i)
+			}
+			break
+		}
+		row := ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader))
+		if row.CostMicros < 10*row.HeldMicros {
+			t.Fatalf("not an under-estimate: cost %d, hold %d", row.CostMicros, row.HeldMicros)
+		}
+		spent += row.CostMicros
+		largest, hold = max(largest, row.CostMicros), row.HeldMicros
+	}
+	if over := spent - budget; over > largest-hold {
+		t.Fatalf("spent %d against %d: %d over, more than one request's excess (%d)", spent, budget, over, largest-hold)
+	}
+	t.Logf("spent $%d.%06d against a $1 budget with 10×+ under-estimates; the overshoot is within one request", spent/1e6, spent%1e6)
 }

@@ -27,6 +27,9 @@ local call, min, byte, sub, format, match, unpack, pack, unpackd =
 -- Constants shared with Go (limiter.go, redis.go): ttlSlack, concurrencyRetryCap,
 -- sweepBatch, tokenUnit, SettledWindow.
 local SLACK, CONC_RETRY_CAP, SWEEP, UNIT, SETTLED_WINDOW = 10000000, 1000000, 100, 60000000, 120000000
+-- A concurrency set's TTL is extended this far past the lease it needs, so that the
+-- extension (a PEXPIRE) runs about once per EXTEND rather than on every request.
+local EXTEND = 30000000
 local INF = 9007199254740992
 -- Reasons and scopes as the reply numbers them.
 local RATE, CONCURRENCY, REVOKED, CUT_OFF, BUDGET, TPM, REBUILD = 1, 2, 3, 4, 5, 6, 7
@@ -38,12 +41,15 @@ if not now then
   now = t[1] * 1000000 + t[2]
 end
 local member, rid, spec = ARGV[2], ARGV[3], ARGV[4]
-local lease = tonumber(ARGV[5])
 local ledger = byte(spec, 1) == 36 -- '$'
+-- Every number comes packed as little-endian doubles in ARGV[5]: one struct.unpack
+-- instead of a tonumber per argument.
+local num = { unpackd(sub('<dddddddddddddddddddddddd', 1, 1 + #ARGV[5] / 8), ARGV[5]) }
+local lease = num[1]
 
 -- One MGET reads every string key: the revoked and cut-off flags, the marker (ledger
 -- only), then the rate and TPM buckets in spec order.
-local nstr = tonumber(ARGV[6])
+local nstr = num[2]
 local str = call('MGET', unpack(KEYS, 1, nstr))
 if str[1] then
   return { 0, REVOKED, MEMBER, 0, 0, 0, 0 }
@@ -66,20 +72,21 @@ local function expire(key, ms)
   end
 end
 
--- The verdict so far: the worst refusal and the tightest passing rate limit.
-local w_rank, w_wait, w_reason, w_scope, w_limit, w_rem, w_reset, w_retry, w_large, w_brem, w_bnext
+-- The verdict so far: the worst refusal (w: rank, wait, reason, scope, limit,
+-- remaining, reset, retry, too large, budget remaining, budget resets at) and the
+-- tightest passing rate limit.
+local w
 local t_scope, t_limit, t_rem, t_reset
 -- consider keeps the worse of a refusal and the worst so far: the lower rank (budget,
 -- then rate and TPM, then concurrency), then the longer wait; the first on ties.
 local function consider(rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext)
-  if not w_rank or rank < w_rank or (rank == w_rank and wait > w_wait) then
-    w_rank, w_wait, w_reason, w_scope, w_limit, w_rem, w_reset, w_retry, w_large, w_brem, w_bnext =
-      rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext
+  if not w or rank < w[1] or (rank == w[1] and wait > w[2]) then
+    w = { rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext }
   end
 end
 
 -- Phase 1: gather state and run every check; nothing is written but the sweep.
-local si, ki, ai = 3, nstr + 1, 7
+local si, ki, ai = 3, nstr + 1, 3
 local hold, need, meta, epoch, expired
 local k_holds, k_leases, k_settled, k_spend
 local held_m, held_t = 0, 0
@@ -89,8 +96,8 @@ if ledger then
     return { 0, REBUILD, 0, 0, 0, 0, 0 }
   end
   si = 4
-  hold, need, meta = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
-  ai = 10
+  hold, need, meta = num[3], num[4], ARGV[6]
+  ai = 5
   local n = #KEYS
   k_holds, k_leases, k_settled, k_spend = KEYS[n - 5], KEYS[n - 4], KEYS[n - 3], n - 3
   local h = call('HMGET', k_holds, 'hm:' .. member, 'ht', 'r:' .. rid)
@@ -176,8 +183,18 @@ if ledger then
   end
 end
 
--- pending is the list of writes to commit, four values each: what, key, a, b.
-local pending, np = {}, 0
+-- pending is the list of writes to commit, five values each: what, key, a, b, c.
+-- states are the scopes' state strings, written last.
+local pending, np, states = {}, 0, {}
+-- st is the current scope's state string: { key, tokens, ts, period, conc deadline,
+-- conc bound, write?, bucket reset }. One string per scope, read by the one MGET,
+-- holds its rate bucket (tokens, ts, period; period 0: none) and two facts about its
+-- concurrency set: the deadline its TTL runs to, so the TTL is extended only when it
+-- runs short, and an upper bound on its size (entries added since it was last
+-- counted; settles do not lower it), so the set is counted only when the bound
+-- reaches the cap. The string never expires before the set does (same clock, TTL at
+-- least as long), so the bound is never lost while the set lives.
+local st
 local b_before, b_scope, b_next -- the tightest budget: least remaining before this hold
 local bud_m, bud_t, tpm_m, tpm_t = 0, 0, 0, 0 -- budget kinds and TPM rates reserved from
 local spend -- kind → { current index, next start, member's spent, team's spent, stored index }
@@ -192,21 +209,32 @@ end
 for i = first, #spec do
   local op = byte(spec, i)
   if op < 97 then -- upper case: the team's limits
-    scope = TEAM
+    if scope == MEMBER then
+      scope, st = TEAM, nil
+    end
     op = op + 32
+  end
+  if not st and (op == 98 or op == 99) then
+    local v = str[si]
+    if v then
+      st = { KEYS[si], unpackd('<ddddd', v) }
+    else
+      st = { KEYS[si], 0, 0, 0, 0, 0 }
+    end
+    st[7], st[8] = false, 0
+    states[#states + 1] = st
+    si = si + 1
   end
   if op == 98 then
     -- 'b': token bucket in scaled units. One token is `period` units and the bucket
     -- refills `limit` units per microsecond, so refills are whole numbers with no
-    -- drift. State: tokens, ts, period packed as three little-endian doubles (exact
-    -- for integers below 2^53, and cheaper than decimal text to read and write).
-    local limit, period, burst = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), tonumber(ARGV[ai + 2])
+    -- drift. State: tokens, ts and period in the scope's state string (period 0: none).
+    local limit, period, burst = num[ai], num[ai + 1], num[ai + 2]
     local cap = burst * period
     local tokens, ts = cap, now
-    local st = str[si]
-    if st then
-      local was
-      tokens, ts, was = unpackd('<ddd', st)
+    local was = st[4]
+    if was > 0 then
+      tokens, ts = st[2], st[3]
       if was ~= period then
         -- The period changed: keep the whole tokens, in the new units.
         tokens = min(floor(tokens / was), burst) * period
@@ -235,36 +263,43 @@ for i = first, #spec do
       if not t_rem or rem < t_rem then
         t_scope, t_limit, t_rem, t_reset = scope, limit, rem, reset
       end
-      pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4] =
-        1, KEYS[si], pack('<ddd', left, ts, period), ttl(reset)
-      np = np + 4
+      st[2], st[3], st[4], st[7], st[8] = left, ts, period, true, reset
     end
-    ai, si = ai + 3, si + 1
+    ai = ai + 3
   elseif op == 99 then
     -- 'c': concurrency slots, member = request id, score = lease expiry; a slot is
     -- held while score > now, so a crashed gateway's slot returns when its lease
-    -- ends. Fewer entries than the cap (expired ones included) admit at once; only a
-    -- full set needs the exact count.
-    local cap, key = tonumber(ARGV[ai]), KEYS[ki]
-    local card = call('ZCARD', key)
+    -- ends. A bound on the entries (expired ones included) below the cap admits at
+    -- once; only then is the set counted, and only a full set needs the live count.
+    -- The set also holds a sentinel, "" at -inf, so that settles never empty it
+    -- (which would drop its TTL); it is never counted as live.
+    local cap, key = num[ai], KEYS[ki]
+    local card = st[6]
     local active = card
     if card >= cap then
-      active = call('ZCOUNT', key, '(' .. format('%d', now), '+inf')
+      card = call('ZCARD', key)
+      if card > 0 then
+        card = card - 1
+      end
+      active = card
+      if card >= cap then
+        active = call('ZCOUNT', key, '(' .. format('%d', now), '+inf')
+      end
     end
     if active >= cap then
       local e = call('ZRANGEBYSCORE', key, '(' .. format('%d', now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
       local retry = min(tonumber(e[2]) - now, CONC_RETRY_CAP)
       consider(3, retry, CONCURRENCY, scope, cap, 0, retry, retry, 0)
     else
-      pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4] = 3, key, card, card - active
-      np = np + 4
+      pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4], pending[np + 5] = 3, key, card, card - active, st
+      np = np + 5
     end
     ai, ki = ai + 1, ki + 1
   elseif op == 119 then
     -- 'w': sliding window log, one entry per admitted request, member = request id
     -- (unique, so two requests in the same microsecond stay two), score = admission
     -- time. An entry counts while score > now - period.
-    local limit, period, key = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1]), KEYS[ki]
+    local limit, period, key = num[ai], num[ai + 1], KEYS[ki]
     local from = '(' .. format('%d', now - period)
     local count = call('ZCOUNT', key, from, '+inf')
     local newest = now
@@ -285,7 +320,7 @@ for i = first, #spec do
         t_scope, t_limit, t_rem, t_reset = scope, limit, rem, reset
       end
       pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4] = 2, key, period, ttl(reset)
-      np = np + 4
+      np = np + 5
     end
     ai, ki = ai + 2, ki + 1
   elseif op == 116 then
@@ -293,7 +328,7 @@ for i = first, #spec do
     -- token is UNIT units and the bucket refills rate units per microsecond. It may
     -- hold a debt (below zero) after a settle used more than it reserved, and refuses
     -- until that is repaid. State: tokens, ts, rate packed as three doubles.
-    local rate = tonumber(ARGV[ai])
+    local rate = num[ai]
     local cap = rate * UNIT
     local tokens, ts = cap, now
     local st = str[si]
@@ -326,7 +361,7 @@ for i = first, #spec do
         local left = tokens - want
         pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4] =
           1, KEYS[si], pack('<ddd', left, ts, rate), ttl(floor((cap - left + rate - 1) / rate))
-        np = np + 4
+        np = np + 5
       end
       if scope == MEMBER then
         tpm_m = rate
@@ -344,7 +379,7 @@ for i = first, #spec do
     elseif op == 109 then
       kind = 3
     end
-    local limit = tonumber(ARGV[ai])
+    local limit = num[ai]
     local s = spend[kind]
     if not s then
       local idx, nxt = period_at(kind, now)
@@ -393,46 +428,60 @@ local function ledger_reply(r, large, brem, bscope, bnext, ep)
 end
 
 -- Phase 2: the verdict.
-if w_rank then
-  local r = { 0, w_reason, w_scope, w_limit, w_rem, w_reset, w_retry }
+if w then
+  local r = { 0, w[3], w[4], w[5], w[6], w[7], w[8] }
   if not ledger then
     return r
   end
-  if w_reason == BUDGET then
-    return ledger_reply(r, w_large, w_brem, w_scope, w_bnext, 0)
+  if w[3] == BUDGET then
+    return ledger_reply(r, w[9], w[10], w[4], w[11], 0)
   end
   if b_before then
     local brem = b_before
     if brem < 0 then
       brem = 0
     end
-    return ledger_reply(r, w_large, brem, b_scope, b_next, 0)
+    return ledger_reply(r, w[9], brem, b_scope, b_next, 0)
   end
-  return ledger_reply(r, w_large, -1, 0, 0, 0)
+  return ledger_reply(r, w[9], -1, 0, 0, 0)
 end
 
 -- Phase 3: every check passed; commit every reservation.
-for j = 1, np, 4 do
+for j = 1, np, 5 do
   local what, key, a, b = pending[j], pending[j + 1], pending[j + 2], pending[j + 3]
-  if what == 1 then -- a bucket's new state
+  if what == 1 then -- a TPM bucket's new state
     call('SET', key, a, 'PX', b)
   elseif what == 2 then -- a window entry
     call('ZADD', key, format('%d', now), rid)
     call('ZREMRANGEBYSCORE', key, '-inf', format('%d', now - a))
     call('PEXPIRE', key, b)
-  else -- a concurrency slot; a = entries, b = expired ones (known only when full)
-    -- Expired leases sort first; sweep at most 100 per call so that one call after a
-    -- mass crash stays short. Counting ignores them anyway, and they are swept once
-    -- the set fills up, so a set holds at most cap + 100 entries.
+  else -- a concurrency slot; a = the bound on entries, b = expired ones (when counted)
+    -- Expired leases sort first after the sentinel; sweep at most 100 per call so
+    -- that one call after a mass crash stays short. Counting ignores them anyway, and
+    -- they are swept once the set fills up, so it holds at most cap + 101 entries.
+    b = min(b, 100)
     if b > 0 then
-      call('ZREMRANGEBYRANK', key, 0, min(b, 100) - 1)
+      call('ZREMRANGEBYRANK', key, 1, b)
     end
-    call('ZADD', key, format('%d', now + lease), rid)
-    if a == 0 then
-      call('PEXPIRE', key, ttl(lease))
-    else
-      call('PEXPIRE', key, ttl(lease), 'GT')
+    call('ZADD', key, format('%d', now + lease), rid, '-inf', '')
+    local s = pending[j + 4]
+    s[6], s[7] = a - b + 1, true
+    -- The set's TTL must outlast this lease; a set that expired or is new has a
+    -- deadline already past (the string lives at least as long as the set).
+    if s[5] < now + lease then
+      s[5] = now + lease + EXTEND
+      call('PEXPIRE', key, ttl(lease + EXTEND))
     end
+  end
+end
+for j = 1, #states do
+  local s = states[j]
+  if s[7] then
+    local us = s[5] - now
+    if s[8] > us then
+      us = s[8]
+    end
+    call('SET', s[1], pack('<ddddd', s[2], s[3], s[4], s[5], s[6]), 'PX', ttl(us))
   end
 end
 

@@ -3,7 +3,9 @@ package limiter
 import (
 	"context"
 	_ "embed"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -19,11 +21,12 @@ import (
 //	<prefix>{t:<team>}:revoked:<key id>   STRING "1" while the key is revoked; no TTL
 //	<prefix>{t:<team>}:cutoff:<member>    STRING "1" while the member is cut off; no TTL
 //	<prefix>{t:<team>}:epoch              STRING the rebuild marker (see Rebuild); no TTL
-//	<prefix>{t:<team>}:m:<member>:rb      STRING tokens, ts, period  (rate token bucket)
+//	<prefix>{t:<team>}:m:<member>:st      STRING tokens, ts, period  (rate token bucket),
+//	                                      conc TTL deadline, conc size bound
 //	<prefix>{t:<team>}:m:<member>:sw      ZSET request id → time     (sliding window)
-//	<prefix>{t:<team>}:m:<member>:conc    ZSET request id → lease expiry
+//	<prefix>{t:<team>}:m:<member>:conc    ZSET request id → lease expiry, and "" → -inf
 //	<prefix>{t:<team>}:m:<member>:tpm     STRING tokens, ts, rate    (TPM bucket)
-//	<prefix>{t:<team>}:team:rb | :team:sw | :team:conc | :team:tpm   the same for the team
+//	<prefix>{t:<team>}:team:st | :team:sw | :team:conc | :team:tpm   the same for the team
 //	<prefix>{t:<team>}:holds              HASH r:<request id> → hold record,
 //	                                      hm:<member> → member's held sum, ht → team's
 //	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry
@@ -38,9 +41,14 @@ import (
 // period plus slack, and it starts the next period afresh when a hold is placed in it.
 // Team-wide hashes rather than per-member keys for holds and spend are what lets one
 // ADMIT sweep any member's expired holds with every key in KEYS. Flags, marker and
-// buckets are strings so that ADMIT reads them all with one MGET; a bucket is three
-// little-endian doubles (Lua's struct.pack '<ddd'), exact for integers below 2^53 and
-// far cheaper for the script than decimal text.
+// buckets are strings so that ADMIT reads them all with one MGET; their numbers are
+// little-endian doubles (Lua's struct.pack), exact for integers below 2^53 and far
+// cheaper for the script than decimal text. The st string also remembers how far the
+// conc set's TTL runs, so that the set's PEXPIRE is needed about once per 30 s rather
+// than on every request, and a bound on the set's size, so that the set is counted
+// only when the bound reaches the cap (a sentinel member keeps the set, and its TTL,
+// from vanishing when settles empty it). Redis must not evict keys (maxmemory-policy
+// noeviction): an evicted bucket or bound would admit past a limit.
 //
 // A hold record is "hold tokens mkind mperiod tkind tperiod mtpm ttpm len(member) "
 // followed by the member and the meta: the budget periods (kind 1 total, 2 daily,
@@ -52,12 +60,14 @@ import (
 // in the same order.
 //
 //	KEYS  the string keys, read by one MGET: revoked:<key id>, cutoff:<member>,
-//	      epoch (ledger only), then the rb and tpm keys of the spec entries b and t in
-//	      spec order; then the sw and conc keys of the entries w and c in spec order;
+//	      epoch (ledger only), then per scope (member, team) its st key if it has a
+//	      token bucket or a concurrency cap, and its tpm key if it has a TPM limit;
+//	      then the sw and conc keys of the entries w and c in spec order;
 //	      if ledger: holds, leases, settled, spend:total, spend:daily, spend:monthly
-//	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 lease µs,
-//	      6 number of string keys; if ledger: 7 hold, 8 tokens, 9 meta; then per spec
-//	      entry its numbers. Spec: "$" first when any budget or TPM applies (ledger), then
+//	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 numbers,
+//	      6 meta (ledger only). The numbers are little-endian doubles (exact below
+//	      2^53): lease µs, number of string keys, if ledger hold and tokens, then per
+//	      spec entry its numbers. Spec: "$" first when any budget or TPM applies (ledger), then
 //	      member entries in lower case, team entries in upper case: b token bucket
 //	      (limit, period µs, burst), w sliding window (limit, period µs), c concurrency
 //	      (cap), t TPM (tokens per minute), o | d | m budget total | daily | monthly
@@ -222,25 +232,28 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), args: make([]any, 6, 22)}
+	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), nums: make([]byte, 16, 8*16)}
 	base := r.teamBase(req.Team)
 	a.keys[0], a.keys[1] = base+"revoked:"+req.KeyID, base+"cutoff:"+req.Member
-	a.args[0], a.args[1], a.args[2], a.args[4] = r.scriptNow(), req.Member, req.RequestID, micros(req.Lease)
+	putNum(a.nums[0:], micros(req.Lease))
 	ledger := req.ledger()
 	if ledger {
 		a.keys = append(a.keys, base+"epoch")
 		a.spec = append(a.spec, '$')
-		a.args = append(a.args, req.Hold, req.Tokens, req.Meta)
+		a.num(req.Hold)
+		a.num(req.Tokens)
 	}
 	a.policy(&req.MemberPolicy, base+"m:"+req.Member+":", 0)
 	a.policy(&req.TeamPolicy, base+"team:", 'a'-'A')
-	a.args[3], a.args[5] = string(a.spec), len(a.keys)
+	putNum(a.nums[8:], int64(len(a.keys)))
 	a.keys = append(a.keys, a.other...)
+	args := []any{r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums}
 	if ledger {
 		a.keys = append(a.keys, base+"holds", base+"leases", base+"settled",
 			base+"spend:total", base+"spend:daily", base+"spend:monthly")
+		args = append(args, req.Meta)
 	}
-	v, err := admitScript.Run(ctx, r.client, a.keys, a.args...).Slice()
+	v, err := admitScript.Run(ctx, r.client, a.keys, args...).Slice()
 	if err != nil {
 		return Decision{}, err
 	}
@@ -248,40 +261,52 @@ func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
 }
 
 // admitCall builds ADMIT's KEYS and ARGV: the string keys that its one MGET reads
-// come first (keys), the others after them (other).
+// come first (keys), the others after them (other); the numbers are packed (nums).
 type admitCall struct {
 	keys, other []string
-	spec        []byte
-	args        []any
+	spec, nums  []byte
 }
+
+// num appends v as a little-endian double, which the script unpacks exactly:
+// Validate keeps every number below 2^53.
+func (a *admitCall) num(v int64) {
+	a.nums = binary.LittleEndian.AppendUint64(a.nums, math.Float64bits(float64(v)))
+}
+
+func putNum(b []byte, v int64) { binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v))) }
 
 // policy adds p's limits; upper is 0 for the member's limits and 'a'-'A' for the
 // team's (upper-case spec entries).
 func (a *admitCall) policy(p *Policy, base string, upper byte) {
+	if (p.Rate != nil && p.Rate.Algorithm == AlgorithmTokenBucket) || p.Concurrency > 0 {
+		a.keys = append(a.keys, base+"st")
+	}
 	if r := p.Rate; r != nil {
 		if r.Algorithm == AlgorithmSlidingWindow {
 			a.spec = append(a.spec, 'w'-upper)
 			a.other = append(a.other, base+"sw")
-			a.args = append(a.args, r.Limit, micros(r.Period))
+			a.num(r.Limit)
+			a.num(micros(r.Period))
 		} else {
 			a.spec = append(a.spec, 'b'-upper)
-			a.keys = append(a.keys, base+"rb")
-			a.args = append(a.args, r.Limit, micros(r.Period), r.burst())
+			a.num(r.Limit)
+			a.num(micros(r.Period))
+			a.num(r.burst())
 		}
 	}
 	if p.Concurrency > 0 {
 		a.spec = append(a.spec, 'c'-upper)
 		a.other = append(a.other, base+"conc")
-		a.args = append(a.args, p.Concurrency)
+		a.num(p.Concurrency)
 	}
 	if p.TokensPerMinute > 0 {
 		a.spec = append(a.spec, 't'-upper)
 		a.keys = append(a.keys, base+"tpm")
-		a.args = append(a.args, p.TokensPerMinute)
+		a.num(p.TokensPerMinute)
 	}
 	if b := p.Budget; b != nil {
 		a.spec = append(a.spec, "odm"[b.Period.kind()-1]-upper)
-		a.args = append(a.args, b.Limit)
+		a.num(b.Limit)
 	}
 }
 

@@ -293,6 +293,8 @@ func rewrite(pr *httputil.ProxyRequest) {
 	if t.route.CredentialHeader != "" {
 		out.Header.Set(t.route.CredentialHeader, t.credential)
 	}
+	// The upstream's own log can then be reconciled with the ledger row by row.
+	out.Header.Set(RequestIDHeader, t.requestID)
 }
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {

@@ -148,9 +148,9 @@ func (t *target) outcome() (status LedgerStatus, cost, tokens int64, used usage.
 		u, seen, final := t.tap.Result()
 		switch {
 		case seen && final:
-			return LedgerSettled, t.meter.price.Cost(priceUsage(u)), tokensOf(u), u
+			return LedgerSettled, CostOf(t.meter.price, u), tokensOf(u), u
 		case seen:
-			return LedgerUncertain, t.meter.price.Cost(priceUsage(u)), tokensOf(u), u
+			return LedgerUncertain, CostOf(t.meter.price, u), tokensOf(u), u
 		case t.status >= 400:
 			return LedgerReleased, 0, 0, u
 		}
@@ -162,10 +162,11 @@ func (t *target) outcome() (status LedgerStatus, cost, tokens int64, used usage.
 	return LedgerUncertain, t.meter.hold, t.meter.tokens, used
 }
 
-// priceUsage splits the reported cache writes into the two priced lifetimes.
-func priceUsage(u usage.Usage) estimate.Usage {
-	return estimate.Usage{InputTokens: u.InputTokens, CacheWriteTokens: u.CacheWriteTokens - u.CacheWrite1hTokens,
-		CacheWrite1hTokens: u.CacheWrite1hTokens, CacheReadTokens: u.CacheReadTokens, OutputTokens: u.OutputTokens}
+// CostOf is what reported usage costs at price: the cache writes split into the
+// two priced lifetimes, rounded up once (estimate.Price.Cost).
+func CostOf(price estimate.Price, u usage.Usage) int64 {
+	return price.Cost(estimate.Usage{InputTokens: u.InputTokens, CacheWriteTokens: u.CacheWriteTokens - u.CacheWrite1hTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens, CacheReadTokens: u.CacheReadTokens, OutputTokens: u.OutputTokens})
 }
 
 func tokensOf(u usage.Usage) int64 {

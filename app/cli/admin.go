@@ -41,7 +41,9 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
                  [--tier-cache-write ..] [--tier-cache-write-1h ..] [--tier-cache-read ..]] [--provider P]
                  [--taken-on YYYY-MM-DD]   ($ per million tokens, exact to $0.000001; a new model needs
                  --input, --output and --max-output; --tier-threshold 0 removes the tier)
-  list-prices    [--provider P] [--model PREFIX]`
+  list-prices    [--provider P] [--model PREFIX]
+  usage          --team T [--member E] [--since 24h] [--limit 100]   (ledger: tokens by class, held and settled cost)
+  reconcile      --team T --provider-log FILE|URL [--since 24h]      (ledger vs the provider's usage log; exit 1 on any difference)`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
@@ -65,7 +67,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
 		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
-		"set-price": setPrice, "list-prices": listPrices,
+		"set-price": setPrice, "list-prices": listPrices, "usage": usageReport, "reconcile": reconcile,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/app/ledger"
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+	"github.com/tollgate/tollgate/proxy"
+)
+
+// usageReport is `admin usage`: each request's model, tokens by class, held and
+// settled cost, newest first.
+func usageReport(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	memberRef := c.flags.String("member", "", "only this member (email or id)")
+	since := c.flags.Duration("since", 24*time.Hour, "how far back")
+	limit := c.flags.Int("limit", 100, "how many rows")
+	if err := c.parse(args, "team"); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > 100000 {
+		return usagef("admin usage: --limit must be from 1 to 100000")
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	var memberID *int64
+	if *memberRef != "" {
+		_, m, err := c.member(ctx, *teamRef, *memberRef)
+		if err != nil {
+			return err
+		}
+		memberID = &m.ID
+	}
+	rows, err := c.st.Ledger(ctx, t.ID, memberID, time.Now().Add(-*since), int32(*limit))
+	if err != nil {
+		return err
+	}
+	var held, spent int64
+	for _, r := range rows {
+		spent += r.CostMicros
+		if r.Status == proxy.LedgerHeld {
+			held += r.HeldMicros
+		}
+	}
+	return c.print(rows, func(w io.Writer) {
+		fmt.Fprintln(w, "TIME\tREQUEST\tMEMBER\tMODEL\tSTATUS\tIN\tCACHE-W\tCACHE-R\tOUT\tHELD $\tCOST $")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.CreatedAt.UTC().Format(time.DateTime), r.RequestID,
+				r.MemberID, r.Model, r.Status, r.Usage.InputTokens, r.Usage.CacheWriteTokens, r.Usage.CacheReadTokens,
+				r.Usage.OutputTokens, store.FormatDollars(r.HeldMicros), store.FormatDollars(r.CostMicros))
+		}
+		fmt.Fprintf(w, "%d requests, $%s settled, $%s still held\n", len(rows), store.FormatDollars(spent), store.FormatDollars(held))
+	})
+}
+
+// reconcile is `admin reconcile`: the ledger against the mock provider's own
+// usage log. Exits non-zero on any mismatch or orphan.
+func reconcile(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	source := c.flags.String("provider-log", "", "the provider's usage log: a mockprovider -log JSONL file, or its http://.../_mock/records URL")
+	since := c.flags.Duration("since", 24*time.Hour, "how far back")
+	if err := c.parse(args, "team", "provider-log"); err != nil {
+		return err
+	}
+	records, err := readProviderLog(ctx, *source)
+	if err != nil {
+		return err
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	cutoff := time.Now().Add(-*since)
+	rows, err := c.st.Ledger(ctx, t.ID, nil, cutoff, 1_000_000)
+	if err != nil {
+		return err
+	}
+	prices, err := c.st.PriceTable(ctx)
+	if err != nil {
+		return err
+	}
+	inWindow := records[:0]
+	for _, r := range records {
+		if !r.Time.Before(cutoff) {
+			inWindow = append(inWindow, r)
+		}
+	}
+	rep := ledger.ReconcileProvider(rows, inWindow, prices)
+	if err := c.print(rep, func(w io.Writer) {
+		for _, m := range rep.Mismatches {
+			fmt.Fprintln(w, "mismatch:", m)
+		}
+		for _, o := range rep.Orphans {
+			fmt.Fprintln(w, "orphan:", o)
+		}
+		fmt.Fprintf(w, "%d rows checked, %d mismatches, %d orphans\n", rep.Checked, len(rep.Mismatches), len(rep.Orphans))
+	}); err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("the ledger does not reconcile: %d mismatches, %d orphans", len(rep.Mismatches), len(rep.Orphans))
+	}
+	return nil
+}
+
+func readProviderLog(ctx context.Context, source string) ([]mock.Record, error) {
+	if strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://") {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--provider-log: %w", err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("--provider-log: %w", err)
+		}
+		defer resp.Body.Close()
+		var records []mock.Record
+		if err := json.NewDecoder(resp.Body).Decode(&records); err != nil {
+			return nil, fmt.Errorf("--provider-log %s: not a records list: %w", source, err)
+		}
+		return records, nil
+	}
+	f, err := os.Open(source)
+	if err != nil {
+		return nil, fmt.Errorf("--provider-log: %w", err)
+	}
+	defer f.Close()
+	var records []mock.Record
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 16<<20)
+	for line := 1; s.Scan(); line++ {
+		var r mock.Record
+		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("--provider-log %s line %d: %w", source, line, err)
+		}
+		records = append(records, r)
+	}
+	return records, s.Err()
+}
