@@ -87,7 +87,7 @@ end
 
 -- Phase 1: gather state and run every check; nothing is written but the sweep.
 local si, ki, ai = 3, nstr + 1, 3
-local hold, need, meta, epoch, expired
+local hold, need, meta, epoch, expired, holds_deadline
 local k_holds, k_leases, k_settled, k_spend
 local held_m, held_t = 0, 0
 if ledger then
@@ -100,11 +100,15 @@ if ledger then
   ai = 5
   local n = #KEYS
   k_holds, k_leases, k_settled, k_spend = KEYS[n - 5], KEYS[n - 4], KEYS[n - 3], n - 3
-  local h = call('HMGET', k_holds, 'hm:' .. member, 'ht', 'r:' .. rid)
+  local h = call('HMGET', k_holds, 'hm:' .. member, 'ht', 'r:' .. rid, 'd')
   if h[3] then
     return redis.error_reply('HOLDEXISTS request id ' .. rid .. ' already holds a reservation')
   end
   held_m, held_t = tonumber(h[1]) or 0, tonumber(h[2]) or 0
+  -- d is how far the TTL of holds and leases runs (see the commit); neither key ever
+  -- empties (the held sums stay in holds, a sentinel "" at +inf in leases), so the
+  -- TTL is extended only when d runs short.
+  holds_deadline = tonumber(h[4]) or 0
 
   local nows = format('%d', now)
   -- Sweep expired holds, oldest first: charge each in full to its period (if that is
@@ -505,19 +509,23 @@ if (hold > 0 and (bud_m > 0 or bud_t > 0)) or (need > 0 and (tpm_m > 0 or tpm_t 
   end
   local rec = format('%d %d %d %d %d %d %d %d %d ', hold, need, bud_m, mp, bud_t, tp, tpm_m, tpm_t, #member)
     .. member .. meta
-  if hold > 0 and bud_m > 0 and bud_t > 0 then
-    call('HSET', k_holds, 'r:' .. rid, rec, 'hm:' .. member, format('%d', held_m + hold), 'ht', format('%d', held_t + hold))
-  elseif hold > 0 and bud_m > 0 then
-    call('HSET', k_holds, 'r:' .. rid, rec, 'hm:' .. member, format('%d', held_m + hold))
-  elseif hold > 0 and bud_t > 0 then
-    call('HSET', k_holds, 'r:' .. rid, rec, 'ht', format('%d', held_t + hold))
-  else
-    call('HSET', k_holds, 'r:' .. rid, rec)
+  local fields, nf = { 'r:' .. rid, rec }, 2
+  if hold > 0 and bud_m > 0 then
+    fields[nf + 1], fields[nf + 2], nf = 'hm:' .. member, format('%d', held_m + hold), nf + 2
   end
-  local ms = ttl(lease)
-  expire(k_holds, ms)
-  call('ZADD', k_leases, format('%d', now + lease), rid)
-  expire(k_leases, ms)
+  if hold > 0 and bud_t > 0 then
+    fields[nf + 1], fields[nf + 2], nf = 'ht', format('%d', held_t + hold), nf + 2
+  end
+  local extend = holds_deadline < now + lease
+  if extend then
+    fields[nf + 1], fields[nf + 2] = 'd', format('%d', now + lease + EXTEND)
+  end
+  call('HSET', k_holds, unpack(fields))
+  call('ZADD', k_leases, format('%d', now + lease), rid, '+inf', '')
+  if extend then
+    call('PEXPIRE', k_holds, ttl(lease + EXTEND))
+    call('PEXPIRE', k_leases, ttl(lease + EXTEND))
+  end
   -- A period counter still on an earlier period starts the current one, empty.
   for kind = 2, 3 do
     local s = spend[kind]

@@ -42,14 +42,14 @@ func TestKeyLayout(t *testing.T) {
 	}
 
 	got := takeSnapshot(t, client, prefix)
-	// A concurrency set (and the st string that tracks its TTL) outlives the lease by
-	// up to 30 s, so that its TTL is extended only every 30 s.
+	// Concurrency sets, holds and leases (and the st string that tracks a set's TTL)
+	// outlive the lease by up to 30 s, so that their TTLs are extended only every 30 s.
 	const lease = time.Minute + 30*time.Second
 	want := map[string]time.Duration{ // suffix → longest TTL; -1: persists
 		"revoked:old-key": -1, "cutoff:8": -1, "epoch": -1, "spend:total": -1,
 		"m:7:st": lease, "m:7:sw": time.Minute, "m:7:conc": lease, "m:7:tpm": time.Minute,
 		"team:st": lease, "team:sw": time.Minute, "team:conc": lease, "team:tpm": time.Minute,
-		"holds": time.Minute, "leases": time.Minute, "settled": limiter.SettledWindow,
+		"holds": lease, "leases": lease, "settled": limiter.SettledWindow,
 		"spend:daily": 24 * time.Hour, "spend:monthly": 31 * 24 * time.Hour,
 	}
 	if len(got) != len(want) {

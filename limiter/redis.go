@@ -28,8 +28,9 @@ import (
 //	<prefix>{t:<team>}:m:<member>:tpm     STRING tokens, ts, rate    (TPM bucket)
 //	<prefix>{t:<team>}:team:st | :team:sw | :team:conc | :team:tpm   the same for the team
 //	<prefix>{t:<team>}:holds              HASH r:<request id> → hold record,
-//	                                      hm:<member> → member's held sum, ht → team's
-//	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry
+//	                                      hm:<member> → member's held sum, ht → team's,
+//	                                      d → how far the TTL of holds and leases runs
+//	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry, "" → +inf
 //	<prefix>{t:<team>}:settled            ZSET request id → settle time (SettledWindow)
 //	<prefix>{t:<team>}:spend:total        HASH m:<member> | t → spent; no TTL
 //	<prefix>{t:<team>}:spend:daily        HASH p → day index, m:<member> | t → spent

@@ -10,13 +10,13 @@ import (
 // errInvalidKey is the one answer for every malformed, missing, unknown or wrong
 // key, so the response never tells a prober which part was wrong or whether a key
 // id exists.
-var errInvalidKey = &Error{Kind: KindAuthentication, Message: "invalid or missing API key: send your tollgate key (tg_...) as x-api-key or Authorization: Bearer"}
+var errInvalidKey = &Error{Kind: KindAuthentication, code: "invalid_key", Message: "invalid or missing API key: send your tollgate key (tg_...) as x-api-key or Authorization: Bearer"}
 
 // A fixed hash to compare against when the key id is unknown, so unknown ids cost
 // the same time as wrong secrets.
 var decoyHash [32]byte
 
-var errMemberDisabled = &Error{Kind: KindPermission, Message: "your membership of this team is disabled; ask a team owner"}
+var errMemberDisabled = &Error{Kind: KindPermission, code: "cut_off", Message: "your membership of this team is disabled; ask a team owner"}
 
 func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *Error) {
 	plaintext, ok := presentedKey(r)
@@ -38,10 +38,10 @@ func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *E
 	// Past this point the caller proved they hold the key, so a precise message
 	// reveals nothing they don't know.
 	if key.Revoked {
-		return Key{}, Member{}, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"}
+		return Key{}, Member{}, &Error{Kind: KindAuthentication, code: "revoked", Message: "this API key has been revoked"}
 	}
 	if !key.ExpiresAt.IsZero() && !g.opts.Now().Before(key.ExpiresAt) {
-		return Key{}, Member{}, &Error{Kind: KindAuthentication, Message: "this API key was rotated and its grace period has ended; use the new key"}
+		return Key{}, Member{}, &Error{Kind: KindAuthentication, code: "expired", Message: "this API key was rotated and its grace period has ended; use the new key"}
 	}
 	member, found := snap.Member(key.MemberID)
 	if !found || member.Disabled {

@@ -51,6 +51,7 @@ type Error struct {
 	Kind    Kind
 	Status  int // overrides the kind's status when non-zero (e.g. 431, 415)
 	Message string
+	code    string // for Outcome.Refusal where the call site has no better name
 }
 
 func (e *Error) Error() string { return e.Message }

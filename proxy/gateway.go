@@ -59,6 +59,8 @@ type Options struct {
 	Rebuild func(ctx context.Context, teamID int64) (limiter.TeamState, error)
 	// MaxInflatedBytes bounds a compressed body once inflated for estimation (default 32 MiB).
 	MaxInflatedBytes int64
+	// Observers learn of every request (metrics, live dashboard, access log).
+	Observers []Observer
 }
 
 // Gateway is the http.Handler for every provider route.
@@ -129,33 +131,54 @@ type target struct {
 	// Set while proxying, read after ReverseProxy.ServeHTTP returns.
 	sent   atomic.Bool // request headers reached the upstream
 	status int         // the upstream's status; 0 if it never answered
-	tap    *usage.Tap  // reads the usage from a metered response
+	ttfb   time.Duration
+	tap    *usage.Tap // reads the usage from a metered response
 }
 
 type targetKey struct{}
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w}
+	o := &Outcome{Start: time.Now().UTC(), Method: r.Method, BudgetRemaining: -1}
+	defer func() {
+		o.Status, o.Duration = rec.status, time.Since(o.Start)
+		for _, obs := range g.opts.Observers {
+			obs.Finished(*o)
+		}
+	}()
+	g.serve(rec, r, o)
+}
+
+// serve answers one request, filling in o as it learns what happened.
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	requestID := newRequestID()
+	o.RequestID = requestID
 	w.Header().Set(RequestIDHeader, requestID)
 	dialect := guessDialect(r)
 	log := g.opts.Logger.With("request_id", requestID)
+	refuse := func(d Dialect, code string, err *Error) {
+		o.Refusal = code
+		WriteError(w, d, err)
+	}
 
 	if err := checkRequestShape(r, g.opts.MaxHeaderBytes); err != nil {
-		WriteError(w, dialect, err)
+		refuse(dialect, "bad_request", err)
 		return
 	}
 	snap := g.opts.Snapshots.Current()
 	key, member, err := g.authenticate(r, snap)
 	if err != nil {
 		log.Info("request refused", "reason", err.Message, "status", err.status())
-		WriteError(w, dialect, err)
+		refuse(dialect, err.code, err)
 		return
 	}
+	o.TeamID, o.MemberID, o.KeyID = key.TeamID, key.MemberID, key.ID
 	route, rest, ok := snap.MatchRoute(key.TeamID, r.URL.EscapedPath())
 	if !ok {
-		WriteError(w, dialect, &Error{Kind: KindNotFound, Message: "no route for " + r.URL.EscapedPath() + " on this gateway for your team"})
+		refuse(dialect, "no_route", &Error{Kind: KindNotFound, Message: "no route for " + r.URL.EscapedPath() + " on this gateway for your team"})
 		return
 	}
+	o.RouteID, o.RoutePrefix = route.ID, route.Prefix
 	dialect = route.Dialect
 	credential := ""
 	if route.CredentialHeader != "" {
@@ -165,33 +188,40 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if secret == "" {
 			log.Error("provider credential missing", "route", route.Prefix, "env", route.CredentialEnv)
-			WriteError(w, dialect, &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + route.CredentialEnv})
+			refuse(dialect, "no_credential", &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + route.CredentialEnv})
 			return
 		}
 		credential = strings.Replace(route.CredentialFormat, "{}", secret, 1)
 	}
 	if err := g.readBody(w, r); err != nil {
-		WriteError(w, dialect, err)
+		refuse(dialect, "bad_body", err)
 		return
 	}
 	m, merr := g.meterRequest(r, route, rest, snap)
 	if merr != nil {
-		WriteError(w, dialect, merr)
+		refuse(dialect, "bad_body", merr)
 		return
 	}
+	o.Model, o.HeldMicros = m.model, m.hold
 	if m.paid && !g.opts.Ledger.Healthy() {
 		w.Header().Set("Retry-After", "5")
-		WriteError(w, dialect, &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
+		refuse(dialect, "ledger_unavailable", &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
 		return
 	}
 	t := &target{requestID: requestID, start: time.Now().UTC(), log: log, key: key, route: route, rest: rest,
 		credential: credential, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
+	o.BudgetRemaining = dec.BudgetRemaining
 	if !admitted {
+		o.Refusal = string(dec.Reason)
 		return
 	}
-	defer g.settle(r, t, dec)
+	o.Admitted = true
+	for _, obs := range g.opts.Observers {
+		obs.Started(key.TeamID, key.MemberID)
+	}
+	defer g.settle(r, t, dec, o)
 	if m.paid {
 		g.opts.Ledger.Record(t.ledgerEntry(LedgerHeld, 0))
 	}
@@ -299,7 +329,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	t := resp.Request.Context().Value(targetKey{}).(*target)
-	t.status = resp.StatusCode
+	t.status, t.ttfb = resp.StatusCode, time.Since(t.start)
 	// An upstream that reflects request headers must not hand the credential back.
 	if t.credential != "" {
 		for name, values := range resp.Header {

@@ -116,10 +116,11 @@ func setBody(r *http.Request, body []byte) {
 // settle replaces the hold with what the request really cost, from the usage the
 // provider reported, and records the ledger row. It runs detached from the
 // request's context: a client hanging up must not skip it.
-func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision) {
+func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Outcome) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 	defer cancel()
 	status, cost, tokens, used := t.outcome()
+	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
 	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
 		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
 	if err != nil {

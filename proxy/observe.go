@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/tollgate/tollgate/proxy/usage"
+)
+
+// Outcome is what happened to one request, reported to every Observer once the
+// gateway has answered it. Fields are zero where the request never got that far.
+type Outcome struct {
+	RequestID string // the gateway's own id, as in the X-Tollgate-Request-Id header
+	Start     time.Time
+	Duration  time.Duration
+	Method    string
+	Status    int // what the gateway answered the caller
+
+	TeamID, MemberID int64
+	KeyID            string
+	RouteID          int64
+	RoutePrefix      string
+
+	// Refusal names the control that answered instead of the upstream: a short,
+	// fixed code (invalid_key, revoked, rate, budget, ...); "" when forwarded.
+	Refusal  string
+	Admitted bool
+	// UpstreamStatus and TTFB describe the upstream's answer; 0 if none came.
+	UpstreamStatus int
+	TTFB           time.Duration
+
+	Model           string
+	HeldMicros      int64
+	CostMicros      int64
+	LedgerStatus    LedgerStatus
+	Usage           usage.Usage
+	BudgetRemaining int64 // -1 when no budget applies
+}
+
+// Observer learns of every request: metrics, the live dashboard, access logs.
+// Calls happen on the request's goroutine and must not block.
+type Observer interface {
+	// Started is called when a request has been admitted and is about to go upstream.
+	Started(teamID, memberID int64)
+	// Finished is called once per request, admitted or not, after it was answered.
+	Finished(Outcome)
+}
+
+// statusRecorder remembers the status the gateway answered with. Unwrap lets
+// http.ResponseController reach the real writer for flushes and deadlines.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() { http.NewResponseController(s.ResponseWriter).Flush() }
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
