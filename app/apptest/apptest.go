@@ -23,6 +23,9 @@ type Replica struct {
 	URL  string
 	App  *app.App
 	Logs *SyncBuffer
+	// Stop begins a graceful shutdown, as SIGTERM does, and returns what Serve
+	// returned once the drain is over.
+	Stop func() error
 }
 
 // Start runs a replica against databaseURL until the test ends. env overrides
@@ -54,19 +57,26 @@ func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, http.ErrServerClosed) {
-				t.Errorf("apptest: serve: %v", err)
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serveErr = <-done:
+			case <-time.After(60 * time.Second):
+				serveErr = errors.New("apptest: replica did not shut down")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("apptest: replica did not shut down")
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("apptest: serve: %v", err)
 		}
 		a.Close()
 	})
-	return &Replica{URL: "http://" + ln.Addr().String(), App: a, Logs: logs}
+	return &Replica{URL: "http://" + ln.Addr().String(), App: a, Logs: logs, Stop: stop}
 }
 
 // SyncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
