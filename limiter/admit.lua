@@ -64,14 +64,6 @@ local function ttl(us)
   return floor((us + SLACK + 999) / 1000)
 end
 
--- expire extends key's TTL to ms, never shortening it: GT fails on a key without a
--- TTL (a new one), which NX then sets.
-local function expire(key, ms)
-  if call('PEXPIRE', key, ms, 'GT') == 0 then
-    call('PEXPIRE', key, ms, 'NX')
-  end
-end
-
 -- The verdict so far: the worst refusal (w: rank, wait, reason, scope, limit,
 -- remaining, reset, retry, too large, budget remaining, budget resets at) and the
 -- tightest passing rate limit.
@@ -182,7 +174,10 @@ if ledger then
     end
     if #done > 0 then
       call('ZADD', k_settled, unpack(done))
-      expire(k_settled, ttl(SETTLED_WINDOW))
+      -- Extend the TTL, never shorten it: GT fails on a new key, which NX then sets.
+      if call('PEXPIRE', k_settled, ttl(SETTLED_WINDOW), 'GT') == 0 then
+        call('PEXPIRE', k_settled, ttl(SETTLED_WINDOW), 'NX')
+      end
     end
   end
 end

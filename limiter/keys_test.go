@@ -74,3 +74,25 @@ func TestKeyLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledKeysKeepTheirTTL settles every request: the concurrency set, holds and
+// leases keep a sentinel, so they never empty and get recreated without a TTL.
+func TestSettledKeysKeepTheirTTL(t *testing.T) {
+	t.Parallel()
+	client := redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	l := limiter.NewRedis(client, limiter.RedisOptions{Prefix: prefix, Timeout: testTimeout})
+	rebuildEmpty(t, l, "7", nil)
+	for range 3 {
+		req := limiter.Request{Team: "7", Member: "ada", RequestID: rid(), Lease: time.Minute, Hold: 1, Tokens: 1,
+			MemberPolicy: limiter.Policy{Concurrency: 2, Budget: budget(dollar, limiter.PeriodTotal), TokensPerMinute: 10}}
+		d := admit(t, l, req)
+		settle(t, l, limiter.Settlement{Team: "7", Member: "ada", RequestID: req.RequestID, Cost: 1, Tokens: 1, Epoch: d.Epoch})
+	}
+	got := takeSnapshot(t, client, prefix)
+	for _, suffix := range []string{"m:ada:conc", "holds", "leases"} {
+		if k, ok := got[prefix+"{t:7}:"+suffix]; !ok || k.ttl <= 0 {
+			t.Errorf("%s after every settle: present %t, TTL %s; want it kept with a TTL", suffix, ok, k.ttl)
+		}
+	}
+}

@@ -35,11 +35,21 @@
 //
 // Redis may lose its counters. A per-team marker tells: while it is missing, ADMIT
 // refuses every request that carries a budget or a TPM limit with ReasonRebuild,
-// writing nothing. The gateway then sums the team's spend from its ledger and calls
-// Rebuild, which restores the counters only if the marker is still missing, so two
-// replicas racing to rebuild cannot double-count; then it retries Admit. Requests with
-// neither budget nor TPM are admitted without a marker: their rate and concurrency
-// state may start afresh. Local never loses its state and never asks for a rebuild.
+// writing nothing. The gateway then sums the team's settled spend from its ledger
+// (settled and expired rows, not rows still held) and calls Rebuild, which restores
+// the counters only if the marker is still missing, so two replicas racing to rebuild
+// cannot double-count, and a late rebuild cannot overwrite newer spend; then it
+// retries Admit. The marker is a random generation number (Decision.Epoch): a settle
+// whose hold was placed in an earlier generation is charged its Cost after the
+// rebuild (SettleResult.Lost), since the ledger could not count it.
+//
+// Requests with neither budget nor TPM are admitted without a marker: their rate and
+// concurrency state may start afresh. The marker is per team, so it says nothing
+// about such requests: setting it for them would hide another member's lost spend.
+// Local never loses its state and never asks for a rebuild.
+//
+// Redis must not evict keys (maxmemory-policy noeviction): an evicted counter reads as
+// unused and admits past its limit.
 package limiter
 
 import (

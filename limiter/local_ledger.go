@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -20,6 +21,16 @@ type localTeam struct {
 	held    map[string]int64 // member → held sum; "" → the team's
 	spend   [kindMonthly + 1]spendCounter
 	settled map[string]int64 // request id → when it was settled or swept
+	// settledOrder is settled's ids oldest first, so that forgetting the old ones
+	// costs nothing per call; earliest is at most the earliest lease end among holds,
+	// so that a sweep scans the holds only once one may have ended.
+	settledOrder []settledID
+	earliest     int64
+}
+
+type settledID struct {
+	id string
+	at int64
 }
 
 // holdRecord is one outstanding hold, as admit.lua stores it.
@@ -188,6 +199,9 @@ func (a *admission) admitted(d *Decision) {
 		}
 	}
 	t.holds[req.RequestID] = h
+	if len(t.holds) == 1 || h.expiry < t.earliest {
+		t.earliest = h.expiry
+	}
 	// A period counter still on an earlier period starts the current one, empty.
 	for kind := int64(kindDaily); kind <= kindMonthly; kind++ {
 		if s := a.spend[kind]; s != nil && (kind == a.memberKind || kind == a.teamKind) && s.stored != s.index {
@@ -223,21 +237,30 @@ func (t *localTeam) charge(kind, p int64, field string, amount int64) {
 // sweep charges, removes and reports up to sweepBatch expired holds, oldest first
 // (by lease end, then request id, like the leases ZSET).
 func (t *localTeam) sweep(now int64) []ExpiredHold {
+	if len(t.holds) == 0 || now < t.earliest {
+		return nil
+	}
 	type lease struct {
 		expiry int64
 		id     string
 	}
 	var due []lease
+	t.earliest = math.MaxInt64
 	for id, h := range t.holds {
 		if h.expiry <= now {
 			due = append(due, lease{h.expiry, id})
+		} else {
+			t.earliest = min(t.earliest, h.expiry)
 		}
 	}
 	if len(due) == 0 {
 		return nil
 	}
 	slices.SortFunc(due, func(a, b lease) int { return cmp.Or(cmp.Compare(a.expiry, b.expiry), cmp.Compare(a.id, b.id)) })
-	due = due[:min(len(due), sweepBatch)]
+	if len(due) > sweepBatch {
+		t.earliest = min(t.earliest, due[sweepBatch].expiry)
+		due = due[:sweepBatch]
+	}
 	out := make([]ExpiredHold, 0, len(due))
 	for _, d := range due {
 		h := t.holds[d.id]
@@ -252,7 +275,7 @@ func (t *localTeam) sweep(now int64) []ExpiredHold {
 				t.charge(h.teamKind, h.teamPeriod, "t", h.hold)
 			}
 		}
-		t.settled[d.id] = now
+		t.remember(d.id, now)
 		out = append(out, ExpiredHold{RequestID: d.id, Hold: h.hold, Tokens: h.tokens, Meta: h.meta})
 	}
 	return out
@@ -301,6 +324,15 @@ func (l *Local) tpm(key stateKey, scope Scope, rate, need, now int64, a *admissi
 		c.commit = func() { l.tpms[key] = tpmState{tokens: left, ts: ts, rate: rate} }
 	}
 	return c
+}
+
+// releaseSlots frees the request's concurrency slots, and nothing else: what Redis
+// asks of its fail-open twin, which never holds money or tokens.
+func (l *Local) releaseSlots(team, member, requestID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.slots[stateKey{team, member}], requestID)
+	delete(l.slots[stateKey{team: team}], requestID)
 }
 
 // Settle replaces the request's hold with its real cost and frees its concurrency
@@ -374,14 +406,18 @@ func (l *Local) Settle(_ context.Context, s Settlement) (SettleResult, error) {
 	return SettleResult{Applied: true, Known: true}, nil
 }
 
-// remember records the request id as settled and forgets those older than the window.
+// remember records the request id as settled and forgets those settled more than
+// SettledWindow ago.
 func (t *localTeam) remember(id string, now int64) {
-	for k, at := range t.settled {
-		if at <= now-micros(SettledWindow) {
-			delete(t.settled, k)
+	old := now - micros(SettledWindow)
+	for len(t.settledOrder) > 0 && t.settledOrder[0].at <= old {
+		if e := t.settledOrder[0]; t.settled[e.id] == e.at {
+			delete(t.settled, e.id)
 		}
+		t.settledOrder = t.settledOrder[1:]
 	}
 	t.settled[id] = now
+	t.settledOrder = append(t.settledOrder, settledID{id, now})
 }
 
 // refund adds diff tokens (negative: takes them) to a TPM bucket, which may go into

@@ -396,13 +396,16 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 // periods' counters that exist (Lost); if it has not been rebuilt yet, nothing
 // changes, and the request is counted only if its ledger row is durable before the
 // rebuild reads the ledger. Either way such a request was in flight at the loss: this
-// is the overspend bound the package documents.
+// is the overspend bound the package documents. Both cases remember the request id,
+// so a replay within SettledWindow is not charged; a replay of a settle made before
+// the loss, arriving after the rebuild, finds no trace and is charged again (an
+// over-count, never an under-count).
 func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) {
 	if err := s.validate(); err != nil {
 		return SettleResult{}, fmt.Errorf("limiter: settle: %w", err)
 	}
 	// The slot may have come from the twin while Redis was unreachable.
-	_, _ = r.fallback.Settle(ctx, s)
+	r.fallback.releaseSlots(s.Team, s.Member, s.RequestID)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	base := r.teamBase(s.Team)
