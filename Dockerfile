@@ -27,6 +27,10 @@ COPY --from=build /out/tollgate /out/mockprovider /usr/local/bin/
 USER nonroot:nonroot
 # The public listener; fly.toml and docker-compose.yml set PORT=8080.
 ENV PORT=8080
-EXPOSE 8080
+# The admin listener (/metrics, /readyz, /healthz, /debug/pprof/) on every
+# interface of the container, for Fly's Prometheus or a Kubernetes probe. Never
+# publish it to tenants: it has no authentication.
+ENV ADMIN_ADDR=0.0.0.0:9090
+EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/tollgate"]
 CMD ["serve"]

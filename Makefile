@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := $(shell $(GO) env GOROOT)/bin:$(PATH)
 
-.PHONY: help run test generate verify vet bench loadtest build
+.PHONY: help run test generate verify vet bench loadtest loadtest-quick build screenshots
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,6 +18,9 @@ build: ## build bin/tollgate and bin/mockprovider
 
 test: verify vet ## verify generated code, then go test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
+
+screenshots: ## regenerate docs/dashboard.png and docs/member.png from the browser journey (needs chromium, Postgres, Redis)
+	SCREENSHOT_DIR=docs $(GO) test -count=1 -run '^TestBrowserJourney$$' ./app/console/
 
 generate: ## regenerate sqlc and templ output
 	$(GO) tool sqlc generate
@@ -39,5 +42,8 @@ vet: ## go vet
 bench: ## Go benchmarks (admission cost vs a bare Redis PING, and the rest)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-loadtest: ## load scenarios on loopback; tables printed, JSON under loadtest/results/
+loadtest: ## every load scenario on loopback (~15 min); tables printed, JSON under loadtest/results/
 	$(GO) run ./loadtest
+
+loadtest-quick: ## every load scenario with short durations, a smoke run (~3 min)
+	$(GO) run ./loadtest -duration 5s -overhead-duration 3s -throughput-duration 2s -streams 50,300 -trials 10 -profile=false

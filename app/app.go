@@ -9,16 +9,24 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/ledger"
+	"github.com/tollgate/tollgate/app/live"
+	"github.com/tollgate/tollgate/app/metrics"
+	"github.com/tollgate/tollgate/app/observe"
 	"github.com/tollgate/tollgate/app/snapshot"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/app/tracing"
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/migrations"
 	"github.com/tollgate/tollgate/proxy"
 )
@@ -33,13 +41,46 @@ type App struct {
 	gateway   *proxy.Gateway
 	console   *console.Console
 	ledger    *ledger.Writer
+	live      *live.Stats // the dashboard's live counters, summed over replicas through Redis
 
 	closeLimiter func()
+
+	// Observability (observe.go): the admin listener's metrics and readiness,
+	// the security-event handler under log, and the tracer when tracing is on.
+	metrics       *metrics.Metrics
+	events        *observe.Handler
+	tracer        *tracing.Tracer // nil when tracing is off
+	closeTracing  func(context.Context) error
+	redis         redis.UniversalClient // nil without REDIS_URL; readiness pings it
+	draining      atomic.Bool
+	lastReadiness atomic.Value // string: the checks that failed at the last /readyz
+}
+
+// Option adjusts New; tests use it to capture spans.
+type Option func(*options)
+
+type options struct {
+	tracerProvider trace.TracerProvider
+}
+
+// WithTracerProvider traces every request through tp, whatever the OTEL_*
+// variables say (tests pass an in-memory recorder).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
 }
 
 // New connects to Postgres, applies pending migrations and loads the first
 // config snapshot. getenv supplies provider credentials at request time.
-func New(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, opts ...Option) (*App, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	// Every component logs through the security-event handler: it adds trace
+	// ids and folds bursts of security events (observe.Handler).
+	var m *metrics.Metrics
+	events := observe.NewHandler(log.Handler(), observe.HandlerOptions{OnEvent: func(control, outcome string) { m.SecurityEvent(control, outcome) }})
+	log = slog.New(events)
 	if err := migrations.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
@@ -51,7 +92,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lim, closeLimiter, err := NewLimiter(ctx, cfg, log)
+	lim, redisClient, closeLimiter, err := newLimiter(ctx, cfg, log)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -66,7 +107,20 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		return nil, err
 	}
 	lw := ledger.New(st, ledger.Options{Logger: log})
-	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, closeLimiter: closeLimiter}
+	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, closeLimiter: closeLimiter,
+		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
+	var redisStats func() limiter.Stats
+	if r, ok := lim.(*limiter.Redis); ok {
+		redisStats = r.Stats
+	}
+	m = metrics.New(metrics.Options{Snapshots: snaps, Ledger: lw, RedisStats: redisStats})
+	a.metrics = m
+	a.live = live.New(redisClient, live.Options{Prefix: cfg.RedisKeyPrefix, Logger: log})
+	if err := a.startTracing(ctx, o.tracerProvider); err != nil {
+		a.Close()
+		return nil, err
+	}
+	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: cfg.UpstreamFirstByteTimeout}), lim)
 	a.gateway = proxy.New(proxy.Options{
 		Snapshots:         snaps,
 		Getenv:            getenv,
@@ -74,20 +128,27 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		MaxBodyBytes:      cfg.MaxRequestBodyBytes,
 		MaxHeaderBytes:    cfg.MaxRequestHeaderBytes,
 		StreamIdleTimeout: cfg.StreamIdleTimeout,
-		Transport:         proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: cfg.UpstreamFirstByteTimeout}),
-		Limiter:           lim,
+		Transport:         transport,
+		Limiter:           gatewayLimiter,
 		Lease:             cfg.ConcurrencyLease,
 		Ledger:            lw,
 		Rebuild:           a.teamState,
 		MaxInflatedBytes:  cfg.MaxInflatedBodyBytes,
+		Observers:         append(observers, a.live),
 	})
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
-		KeyRotationGrace: cfg.KeyRotationGrace})
+		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live})
 	return a, nil
 }
 
-// Close releases the database pool and the limiter's connections.
+// Close sends the spans still buffered and releases the database pool and the
+// limiter's connections.
 func (a *App) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.closeTracing(ctx); err != nil {
+		a.log.Warn("spans not exported at shutdown", "err", err)
+	}
 	a.closeLimiter()
 	a.pool.Close()
 }
@@ -96,6 +157,9 @@ func (a *App) Close() {
 // and every other path to the gateway's team prefixes.
 func (a *App) Routes() http.Handler {
 	r := chi.NewRouter()
+	if a.tracer != nil {
+		r.Use(a.tracer.Middleware)
+	}
 	r.Use(recoverer(a.log))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	a.console.Mount(r)
@@ -103,9 +167,13 @@ func (a *App) Routes() http.Handler {
 	return r
 }
 
-// Serve runs the public listener on ln until ctx ends, keeping the config
-// snapshot fresh, then drains in-flight requests for up to ShutdownTimeout.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+// Serve runs the public listener ln, and the admin listener admin unless it
+// is nil, until ctx ends, keeping the config snapshot fresh. Then it drains:
+// /readyz turns 503 at once, the public listener keeps serving for DrainDelay
+// so load balancers see that and stop sending, then it stops accepting and
+// waits up to ShutdownTimeout for in-flight requests; the admin listener
+// answers until they are done.
+func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	runCtx, stopSnapshots := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSnapshots()
 	go a.Snapshots.Run(runCtx)
@@ -115,6 +183,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	ledgerDone := make(chan struct{})
 	go func() { a.ledger.Run(ledgerCtx, max(a.cfg.ShutdownTimeout, 5*time.Second)); close(ledgerDone) }()
 	defer func() { stopLedger(); <-ledgerDone }()
+	// So do the security-event summaries: drained requests may still refuse.
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	eventsDone := make(chan struct{})
+	go func() { a.events.Run(eventsCtx); close(eventsDone) }()
+	defer func() { stopEvents(); <-eventsDone }()
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() { a.live.Run(liveCtx); close(liveDone) }()
+	defer func() { stopLive(); <-liveDone }()
 
 	srv := &http.Server{
 		Handler: a.Routes(),
@@ -125,12 +202,33 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
+	// Dashboard streams would otherwise hold Shutdown until its timeout.
+	srv.RegisterOnShutdown(a.console.CloseStreams)
+	// Either server failing ends Serve; the deferred Closes stop the other.
+	errc := make(chan error, 2)
+	servers := 1
 	go func() { errc <- srv.Serve(ln) }()
+	defer srv.Close()
+	var adminSrv *http.Server
+	if admin != nil {
+		servers++
+		adminSrv = a.adminServer()
+		go func() { errc <- adminSrv.Serve(admin) }()
+		defer adminSrv.Close()
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	a.draining.Store(true)
+	if a.cfg.DrainDelay > 0 {
+		a.log.Info("draining: /readyz answers 503; still serving until the delay ends", "delay", a.cfg.DrainDelay)
+		select {
+		case <-time.After(a.cfg.DrainDelay):
+		case err := <-errc:
+			return err
+		}
 	}
 	a.log.Info("shutting down: draining in-flight requests", "timeout", a.cfg.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
@@ -138,8 +236,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("app: shutdown: %w", err)
 	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	if adminSrv != nil {
+		adminCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = adminSrv.Shutdown(adminCtx)
+	}
+	for range servers {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
 	return nil
 }

@@ -73,6 +73,9 @@ func (f *fixture) replica(t *testing.T) *apptest.Replica {
 		"CONFIG_POLL_INTERVAL": "10m",
 		"REDIS_URL":            "redis://127.0.0.1:6379/0",
 		"REDIS_KEY_PREFIX":     f.redisPrefix,
+		// -race on two shared cores can stall a Redis call past the 150ms default;
+		// the bound itself is tested in TestRedisDown.
+		"REDIS_TIMEOUT": "2s",
 	})
 }
 

@@ -38,7 +38,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	// anthropicRequest appends /anthropic/v1/messages, which is just a path below these prefixes.
 	eventually(t, 10*time.Second, "new routes loaded", func() bool {
-		return do(t, anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody)).status == http.StatusOK
+		return do(t, anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody)).status == http.StatusOK &&
+			do(t, anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody)).status == http.StatusBadGateway
 	})
 
 	var captured strings.Builder

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 )
@@ -28,7 +29,7 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 		}
 	}
 	for p := range periods {
-		since := periodStart(p, now)
+		since := store.PeriodStart(string(p), now)
 		spent, err := a.Store.SpendSince(ctx, teamID, since)
 		if err != nil {
 			return state, err
@@ -54,15 +55,4 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 		}
 	}
 	return state, nil
-}
-
-// periodStart is when the budget period containing now began (UTC).
-func periodStart(p limiter.Period, now time.Time) time.Time {
-	switch p {
-	case limiter.PeriodDaily:
-		return time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	case limiter.PeriodMonthly:
-		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	}
-	return time.Unix(0, 0).UTC()
 }

@@ -381,3 +381,20 @@ func TestUnderEstimationOvershootsByOneRequest(t *testing.T) {
 	}
 	t.Logf("spent $%d.%06d against a $1 budget with 10×+ under-estimates; the overshoot is within one request", spent/1e6, spent%1e6)
 }
+
+// TestMissingMaxTokensHeldAtModelMaximum: a request that sets no output ceiling
+// is held at the model's maximum output, never at zero.
+func TestMissingMaxTokensHeldAtModelMaximum(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r := do(t, chatRequest(t, f.gw.URL, f.key, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	if r.status != http.StatusOK {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	row := ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader))
+	price, err := f.gw.App.Snapshots.Current().Prices.Lookup("gpt-4o-mini")
+	must(t, err)
+	if min := price.Hold(1, price.MaxOutputTokens); row.HeldMicros < min || row.HeldMicros == 0 {
+		t.Fatalf("held %d micro-dollars without max_tokens; the model's maximum output alone is %d", row.HeldMicros, min)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,7 +95,7 @@ func newCluster(ctx context.Context, bin, baseDB, redisURL string) (*cluster, er
 	}
 	c.mockURL = "http://127.0.0.1:" + port
 	os.Remove(filepath.Join(bin, "tollgate.log"))
-	if err := c.start(ctx, "mockprovider", []string{"-addr", "127.0.0.1:" + port, "-anthropic-key", c.credential}, nil, c.mockURL+"/v1/models"); err != nil {
+	if _, err := c.start(ctx, "mockprovider", []string{"-addr", "127.0.0.1:" + port, "-anthropic-key", c.credential}, nil, c.mockURL+"/v1/models"); err != nil {
 		return nil, err
 	}
 	_, err = c.Store.AddRoute(ctx, store.ActorCLI, store.RouteSpec{TeamID: c.TeamID, Preset: "anthropic", UpstreamURL: c.mockURL})
@@ -114,30 +115,57 @@ func (c *cluster) member(ctx context.Context, email string, l store.Limits) (str
 	return k.Plaintext, err
 }
 
+// gateway is one `tollgate serve` process the harness started.
+type gateway struct {
+	Base  string // public listener, http://127.0.0.1:port
+	Admin string // ADMIN_ADDR handed to it (host:port); served only once the admin listener exists
+	Cmd   *exec.Cmd
+}
+
 // startReplicas starts n gateways; shared says whether they share Redis (the
 // product) or each keep limits in their own process (the failure mode).
 func (c *cluster) startReplicas(ctx context.Context, n int, shared bool) error {
 	for range n {
-		port, err := freePort()
+		g, err := c.startGateway(ctx, n, shared, nil)
 		if err != nil {
 			return err
 		}
-		env := []string{"DATABASE_URL=" + c.dbURL, "LISTEN_ADDR=127.0.0.1:" + port, "ANTHROPIC_API_KEY=" + c.credential,
-			"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n)}
-		if shared {
-			env = append(env, "REDIS_URL="+c.redisURL, "REDIS_KEY_PREFIX="+c.prefix)
-		}
-		base := "http://127.0.0.1:" + port
-		if err := c.start(ctx, "tollgate", []string{"serve"}, env, base+"/healthz"); err != nil {
-			return err
-		}
-		c.Replicas = append(c.Replicas, base)
+		c.Replicas = append(c.Replicas, g.Base)
 	}
 	return nil
 }
 
-// stopReplicas ends the gateways but keeps the database and mock, so the next
-// variant of a scenario starts from fresh counters.
+// startGateway starts one gateway told that it is one of n replicas, with extra
+// environment on top of the cluster's. Every gateway gets its own ADMIN_ADDR so
+// replicas never race for the admin listener's default port.
+func (c *cluster) startGateway(ctx context.Context, n int, shared bool, extra []string) (gateway, error) {
+	return c.startGatewayWith(ctx, "tollgate", []string{"serve"}, n, shared, extra)
+}
+
+// startGatewayWith is startGateway with another command line, such as the
+// harness's own `profiledserve`.
+func (c *cluster) startGatewayWith(ctx context.Context, name string, args []string, n int, shared bool, extra []string) (gateway, error) {
+	port, err := freePort()
+	if err != nil {
+		return gateway{}, err
+	}
+	adminPort, err := freePort()
+	if err != nil {
+		return gateway{}, err
+	}
+	env := []string{"DATABASE_URL=" + c.dbURL, "LISTEN_ADDR=127.0.0.1:" + port, "ANTHROPIC_API_KEY=" + c.credential,
+		"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n), "ADMIN_ADDR=127.0.0.1:" + adminPort}
+	if shared {
+		env = append(env, "REDIS_URL="+c.redisURL, "REDIS_KEY_PREFIX="+c.prefix)
+	}
+	g := gateway{Base: "http://127.0.0.1:" + port, Admin: "127.0.0.1:" + adminPort}
+	g.Cmd, err = c.start(ctx, name, args, append(env, extra...), g.Base+"/healthz")
+	return g, err
+}
+
+// stopReplicas ends the gateways (and any other process started after the
+// mock) but keeps the database and mock, so the next variant of a scenario
+// starts from fresh counters.
 func (c *cluster) stopReplicas() {
 	keep := c.procs[:1] // the mock provider
 	for _, p := range c.procs[1:] {
@@ -146,18 +174,35 @@ func (c *cluster) stopReplicas() {
 	c.procs, c.Replicas = keep, nil
 }
 
-func (c *cluster) start(ctx context.Context, name string, args, env []string, readyURL string) error {
-	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+// stopProc ends one process the cluster started.
+func (c *cluster) stopProc(p *exec.Cmd) {
+	for i, q := range c.procs {
+		if q == p {
+			c.procs = append(c.procs[:i:i], c.procs[i+1:]...)
+			break
+		}
+	}
+	stop(p)
+}
+
+// start runs a process (a name in the build folder, or a path) with its stderr
+// appended to <build folder>/<base name>.log, and waits until readyURL answers.
+func (c *cluster) start(ctx context.Context, name string, args, env []string, readyURL string) (*exec.Cmd, error) {
+	path := name
+	if !strings.Contains(name, "/") {
+		path = filepath.Join(c.bin, name)
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
-	logFile, err := os.OpenFile(filepath.Join(c.bin, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logFile, err := os.OpenFile(c.logPath(filepath.Base(name)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = io.Discard, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	c.procs = append(c.procs, cmd)
 	deadline := time.Now().Add(20 * time.Second)
@@ -165,24 +210,28 @@ func (c *cluster) start(ctx context.Context, name string, args, env []string, re
 		resp, err := http.Get(readyURL)
 		if err == nil {
 			resp.Body.Close()
-			return nil
+			return cmd, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s did not come up at %s: %w", name, readyURL, err)
+			return cmd, fmt.Errorf("%s did not come up at %s: %w", name, readyURL, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
+func (c *cluster) logPath(name string) string { return filepath.Join(c.bin, name+".log") }
+
+var requestID = regexp.MustCompile(`req_[0-9a-f]{8,}`)
+
 // errorLines counts the gateways' logged errors by message, so a scenario can say
 // what went wrong besides its figures.
 func (c *cluster) errorLines() map[string]int {
 	counts := map[string]int{}
-	b, _ := os.ReadFile(filepath.Join(c.bin, "tollgate.log"))
+	b, _ := os.ReadFile(c.logPath("tollgate"))
 	for _, line := range strings.Split(string(b), "\n") {
 		var entry struct{ Msg, Err string }
 		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg != "" {
-			counts[entry.Msg+": "+entry.Err]++
+			counts[requestID.ReplaceAllString(entry.Msg+": "+entry.Err, "req_…")]++
 		}
 	}
 	return counts

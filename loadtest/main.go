@@ -1,11 +1,13 @@
 // Command loadtest runs tollgate's load scenarios on loopback and prints one table
 // per scenario; raw results go to loadtest/results/ (git-ignored) as JSON.
 //
-//	go run ./loadtest [-scenario all|correctness|isolation] [-duration 30s]
+//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation] [-duration 30s] ...
 //
 // Every scenario starts what it needs (its own database, Redis prefix, mock
-// provider and gateway processes), runs for a bounded time and stops everything
-// it started by PID.
+// provider, gateway processes and, for the comparisons, a bare ReverseProxy and
+// nginx when installed), runs for a bounded time and stops everything it
+// started by PID. `go run ./loadtest bareproxy ...` is that bare proxy, which
+// the harness starts as a process of its own.
 package main
 
 import (
@@ -16,16 +18,26 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 )
 
 type options struct {
-	duration time.Duration
-	dbURL    string
-	redisURL string
-	out      string
+	duration           time.Duration
+	overheadDuration   time.Duration
+	rate               int
+	throughputDuration time.Duration
+	workers            int
+	streams            []int
+	trials             int
+	profile            bool
+	dbURL              string
+	redisURL           string
+	out                string
 }
 
 type scenario struct {
@@ -43,15 +55,51 @@ type table struct {
 }
 
 func main() {
+	if len(os.Args) > 1 {
+		// Hidden subcommands: processes the scenarios start from this same binary.
+		sub := map[string]func([]string) error{"bareproxy": bareProxy, "profiledserve": profiledServe}[os.Args[1]]
+		if sub != nil {
+			if err := sub(os.Args[2:]); err != nil {
+				fail(err)
+			}
+			return
+		}
+	}
 	var o options
-	which := flag.String("scenario", "all", "all, correctness or isolation")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase runs")
+	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation")
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs")
+	flag.DurationVar(&o.overheadDuration, "overhead-duration", 20*time.Second, "overhead: load per path and request kind")
+	flag.IntVar(&o.rate, "rate", 1000, "overhead: requests per second, open loop")
+	flag.DurationVar(&o.throughputDuration, "throughput-duration", 10*time.Second, "throughput: closed-loop load per path")
+	flag.IntVar(&o.workers, "workers", 32, "throughput: concurrent closed-loop workers")
+	streams := flag.String("streams", "100,1000,5000", "memory: requests held in flight, comma-separated levels")
+	flag.IntVar(&o.trials, "trials", 100, "propagation: trials per kind of change")
+	flag.BoolVar(&o.profile, "profile", true, "overhead: take CPU profiles of the gateway under the load afterwards")
 	flag.StringVar(&o.dbURL, "database", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres server (a database is created per scenario and dropped after)")
 	flag.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/0", "Redis (keys under a prefix per scenario, removed after)")
 	flag.StringVar(&o.out, "out", "loadtest/results", "where JSON results go")
 	flag.Parse()
+	for _, f := range strings.Split(*streams, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("-streams: %q is not a positive number", f))
+		}
+		o.streams = append(o.streams, n)
+	}
+	if _, err := raiseFileLimit(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest: could not raise the open-file limit:", err)
+	}
 
-	scenarios := []scenario{{"correctness", correctness}, {"isolation", isolation}}
+	scenarios := []scenario{{"correctness", correctness}, {"isolation", isolation}, {"overhead", overhead},
+		{"throughput", throughput}, {"memory", memory}, {"propagation", propagation}}
+	chosen := map[string]bool{}
+	for _, name := range strings.Split(*which, ",") {
+		name = strings.TrimSpace(name)
+		if name != "all" && !slices.ContainsFunc(scenarios, func(s scenario) bool { return s.name == name }) {
+			fail(fmt.Errorf("no scenario called %q", name))
+		}
+		chosen[name] = true
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bin, err := buildBinaries(ctx)
@@ -59,12 +107,10 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(bin)
-	ran := 0
 	for _, s := range scenarios {
-		if *which != "all" && *which != s.name {
+		if !chosen["all"] && !chosen[s.name] {
 			continue
 		}
-		ran++
 		t, err := runScenario(ctx, s, bin, o)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", s.name, err))
@@ -73,9 +119,6 @@ func main() {
 		if err := save(o.out, s.name, t); err != nil {
 			fail(err)
 		}
-	}
-	if ran == 0 {
-		fail(fmt.Errorf("no scenario called %q", *which))
 	}
 }
 

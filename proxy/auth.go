@@ -12,6 +12,13 @@ import (
 // id exists.
 var errInvalidKey = &Error{Kind: KindAuthentication, code: "invalid_key", Message: "invalid or missing API key: send your tollgate key (tg_...) as x-api-key or Authorization: Bearer"}
 
+// invalidKey is errInvalidKey noting, for the operator only, what was wrong.
+func invalidKey(fault string) *Error {
+	e := *errInvalidKey
+	e.fault = fault
+	return &e
+}
+
 // A fixed hash to compare against when the key id is unknown, so unknown ids cost
 // the same time as wrong secrets.
 var decoyHash [32]byte
@@ -21,11 +28,15 @@ var errMemberDisabled = &Error{Kind: KindPermission, code: "cut_off", Message: "
 func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *Error) {
 	plaintext, ok := presentedKey(r)
 	if !ok {
-		return Key{}, Member{}, errInvalidKey
+		fault := "missing"
+		if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Api-Key") != "" || apikey.LooksLikeKey(r.URL.RawQuery) {
+			fault = "malformed"
+		}
+		return Key{}, Member{}, invalidKey(fault)
 	}
 	id, secret, ok := apikey.Parse(plaintext)
 	if !ok {
-		return Key{}, Member{}, errInvalidKey
+		return Key{}, Member{}, invalidKey("malformed")
 	}
 	key, found := snap.Key(id)
 	want := decoyHash
@@ -33,19 +44,22 @@ func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *E
 		want = key.SecretHash
 	}
 	if !apikey.Matches(secret, want) || !found {
-		return Key{}, Member{}, errInvalidKey
+		if !found {
+			return Key{}, Member{}, invalidKey("unknown_id")
+		}
+		return Key{}, Member{}, invalidKey("wrong_secret")
 	}
 	// Past this point the caller proved they hold the key, so a precise message
-	// reveals nothing they don't know.
+	// reveals nothing they don't know, and the key is returned with the error.
 	if key.Revoked {
-		return Key{}, Member{}, &Error{Kind: KindAuthentication, code: "revoked", Message: "this API key has been revoked"}
+		return key, Member{}, &Error{Kind: KindAuthentication, code: "revoked", Message: "this API key has been revoked"}
 	}
 	if !key.ExpiresAt.IsZero() && !g.opts.Now().Before(key.ExpiresAt) {
-		return Key{}, Member{}, &Error{Kind: KindAuthentication, code: "expired", Message: "this API key was rotated and its grace period has ended; use the new key"}
+		return key, Member{}, &Error{Kind: KindAuthentication, code: "expired", Message: "this API key was rotated and its grace period has ended; use the new key"}
 	}
 	member, found := snap.Member(key.MemberID)
 	if !found || member.Disabled {
-		return Key{}, Member{}, errMemberDisabled
+		return key, Member{}, errMemberDisabled
 	}
 	return key, member, nil
 }

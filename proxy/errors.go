@@ -52,6 +52,7 @@ type Error struct {
 	Status  int // overrides the kind's status when non-zero (e.g. 431, 415)
 	Message string
 	code    string // for Outcome.Refusal where the call site has no better name
+	fault   string // for Outcome.CredentialFault; never shown to the caller
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -133,13 +133,14 @@ type target struct {
 	status int         // the upstream's status; 0 if it never answered
 	ttfb   time.Duration
 	tap    *usage.Tap // reads the usage from a metered response
+	failed string     // Outcome.UpstreamError
 }
 
 type targetKey struct{}
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w}
-	o := &Outcome{Start: time.Now().UTC(), Method: r.Method, BudgetRemaining: -1}
+	o := &Outcome{Start: time.Now().UTC(), Method: r.Method, BudgetRemaining: -1, Ctx: r.Context(), ClientAddr: clientAddr(r)}
 	defer func() {
 		o.Status, o.Duration = rec.status, time.Since(o.Start)
 		for _, obs := range g.opts.Observers {
@@ -167,12 +168,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	}
 	snap := g.opts.Snapshots.Current()
 	key, member, err := g.authenticate(r, snap)
+	// Set for a revoked, expired or cut-off key too: its caller proved they hold it.
+	o.TeamID, o.MemberID, o.KeyID = key.TeamID, key.MemberID, key.ID
 	if err != nil {
 		log.Info("request refused", "reason", err.Message, "status", err.status())
+		o.CredentialFault = err.fault
 		refuse(dialect, err.code, err)
 		return
 	}
-	o.TeamID, o.MemberID, o.KeyID = key.TeamID, key.MemberID, key.ID
+	o.KeyInGrace = !key.ExpiresAt.IsZero()
 	route, rest, ok := snap.MatchRoute(key.TeamID, r.URL.EscapedPath())
 	if !ok {
 		refuse(dialect, "no_route", &Error{Kind: KindNotFound, Message: "no route for " + r.URL.EscapedPath() + " on this gateway for your team"})
@@ -354,6 +358,7 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	t := r.Context().Value(targetKey{}).(*target)
 	log := g.opts.Logger.With("request_id", t.requestID, "route", t.route.Prefix)
 	if r.Context().Err() != nil && context.Cause(r.Context()) != errStreamIdle {
+		t.failed = "client_gone"
 		log.Info("client went away before the upstream answered")
 		return
 	}
@@ -361,10 +366,13 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	var netErr net.Error
 	switch {
 	case errors.Is(err, ErrForbiddenAddress):
+		t.failed = "forbidden_address"
 		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}
 	case errors.Is(err, errStreamIdle), errors.As(err, &netErr) && netErr.Timeout():
+		t.failed = "timeout"
 		e = &Error{Kind: KindTimeout, Message: "the upstream did not answer in time"}
 	default:
+		t.failed = "unreachable"
 		e = &Error{Kind: KindUpstream, Message: "the upstream could not be reached"}
 	}
 	log.Warn("upstream request failed", "err", redact(err.Error(), t.credential))

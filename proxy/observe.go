@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"time"
 
@@ -35,6 +37,31 @@ type Outcome struct {
 	LedgerStatus    LedgerStatus
 	Usage           usage.Usage
 	BudgetRemaining int64 // -1 when no budget applies
+
+	// Ctx is the request's context, for observers that annotate its trace span;
+	// valid during Finished only.
+	Ctx context.Context
+	// ClientAddr is the caller's IP as this process sees it (behind a proxy, the
+	// proxy's), to group refused credentials by source.
+	ClientAddr string
+	// CredentialFault says what was wrong with an invalid_key: missing,
+	// malformed, unknown_id or wrong_secret. The caller gets the same answer for
+	// all four; this is for the operator's security events only.
+	CredentialFault string
+	// KeyInGrace is set when the key was rotated and is inside its grace window.
+	KeyInGrace bool
+	// UpstreamError says why the upstream call failed: forbidden_address,
+	// timeout, unreachable or client_gone; "" when it answered or was not called.
+	UpstreamError string
+}
+
+// clientAddr is the host part of r.RemoteAddr.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // Observer learns of every request: metrics, the live dashboard, access logs.

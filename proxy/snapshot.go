@@ -44,6 +44,7 @@ type Member struct {
 // Team carries the team-wide limits, which bind on top of each member's.
 type Team struct {
 	ID     int64
+	Name   string // for metric labels and logs: set by the operator, never by a request
 	Limits limiter.Policy
 }
 

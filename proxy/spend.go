@@ -121,6 +121,7 @@ func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Ou
 	defer cancel()
 	status, cost, tokens, used := t.outcome()
 	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
+	o.UpstreamError = t.failed
 	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
 		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
 	if err != nil {

@@ -15,8 +15,8 @@ type AuditRow struct {
 	Detail string // the change as JSON, if recorded
 }
 
-// Confirm asks before a destructive action when JavaScript is off (with
-// JavaScript, hx-confirm asks and the page never shows).
+// Confirm asks before a destructive or changing action when JavaScript is off
+// (with JavaScript, hx-confirm asks and the page never shows).
 type Confirm struct {
 	Nav     Nav
 	Title   string
@@ -25,4 +25,5 @@ type Confirm struct {
 	Fields  map[string]string // posted again, with confirm=yes
 	Button  string
 	Cancel  string
+	Primary bool // a change rather than a destruction: the button is not red
 }

@@ -10,6 +10,7 @@ type Home struct {
 	Nav      Nav
 	Disabled bool // cut off by an owner
 	Keys     Keys
+	Usage    *Usage // live over the usage stream
 	Snippets []Snippet
 }
 

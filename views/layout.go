@@ -15,10 +15,12 @@ type Nav struct {
 
 // Tabs of the console header.
 const (
-	TabKeys    = "keys"
-	TabMembers = "members"
-	TabRoutes  = "routes"
-	TabAudit   = "audit"
+	TabKeys      = "keys"
+	TabDashboard = "dashboard"
+	TabMembers   = "members"
+	TabRoutes    = "routes"
+	TabPrices    = "prices"
+	TabAudit     = "audit"
 )
 
 // htmxConfig lets HTMX swap a 422 (a form re-rendered with its errors) like a
@@ -34,7 +36,8 @@ type tab struct{ id, label, href string }
 func (n Nav) tabs() []tab {
 	tabs := []tab{{TabKeys, "Your keys", "/console/"}}
 	if n.Owner {
-		tabs = append(tabs, tab{TabMembers, "Members", "/console/members"}, tab{TabRoutes, "Routes", "/console/routes"},
+		tabs = append(tabs, tab{TabDashboard, "Dashboard", "/console/dashboard"}, tab{TabMembers, "Members", "/console/members"},
+			tab{TabRoutes, "Routes", "/console/routes"}, tab{TabPrices, "Prices", "/console/prices"},
 			tab{TabAudit, "Audit log", "/console/audit"})
 	}
 	return tabs

@@ -20,9 +20,9 @@ type MemberRow struct {
 	Usage     *MemberUsage
 }
 
-// MemberUsage is a member's live traffic and spend. It stays nil until the
-// admission and ledger work provides the figures; the table shows "—" rather
-// than an invented number.
+// MemberUsage is a member's traffic in the last minute and spend this budget
+// period. It is nil when the figures could not be read; the table then shows
+// "—" rather than an invented number.
 type MemberUsage struct {
 	Requests  string
 	Throttled string
@@ -49,7 +49,9 @@ type PendingInvite struct {
 
 // Member is an owner's view of one member.
 type Member struct {
-	Nav  Nav
-	Row  MemberRow
-	Keys Keys
+	Nav    Nav
+	Row    MemberRow
+	Usage  Usage
+	Limits LimitsForm
+	Keys   Keys
 }

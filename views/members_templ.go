@@ -39,7 +39,7 @@ func MembersPage(vm Members) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section aria-labelledby=\"members-title\"><h2 id=\"members-title\">Team members</h2><div class=\"table\"><table data-testid=\"members\"><thead><tr><th scope=\"col\">Email</th><th scope=\"col\">Role</th><th scope=\"col\">Status</th><th scope=\"col\" class=\"num\">Keys</th><th scope=\"col\" class=\"num\">Requests/min</th><th scope=\"col\" class=\"num\">429 / min</th><th scope=\"col\" class=\"num\">Spend</th><th scope=\"col\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section aria-labelledby=\"members-title\"><h2 id=\"members-title\">Team members</h2><div class=\"table\"><table data-testid=\"members\"><thead><tr><th scope=\"col\">Email</th><th scope=\"col\">Role</th><th scope=\"col\">Status</th><th scope=\"col\" class=\"num\">Keys</th><th scope=\"col\" class=\"num\">Requests/min</th><th scope=\"col\" class=\"num\">429 / min</th><th scope=\"col\" class=\"num\">Spend this period</th><th scope=\"col\"><span class=\"sr-only\">Actions</span></th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -754,6 +754,14 @@ func MemberPage(vm Member) templ.Component {
 				}
 			}
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "</section>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = UsageSection(vm.Usage).Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = LimitsSection(vm.Limits).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

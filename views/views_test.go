@@ -3,6 +3,7 @@ package views_test
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,6 +35,9 @@ func pages() map[string]templ.Component {
 		New:  &views.NewKey{ID: "abcdefghijklm", Plaintext: "tg_x_y"}}
 	row := views.MemberRow{ID: 2, Email: "ada@acme.test", Role: "member", Status: "active", URL: "/m/2", StatusURL: "/m/2/status"}
 	form := views.RouteForm{Action: "/console/routes", Add: true, Preset: "anthropic"}
+	usageVM := views.Usage{Own: true, StreamURL: "/console/usage/live", Connected: true, Budget: views.Budget{Spent: "$1.00", Limit: "$2.00"},
+		Limits: []views.LimitLine{{Name: "Budget", Value: "$2.00 per day"}},
+		Recent: []views.RecentRequest{{Model: "claude", Status: "200 settled"}}}
 	return map[string]templ.Component{
 		"signin":  views.SignInPage(views.SignIn{Error: "Wrong email or password."}),
 		"setup":   views.SetupPage(views.Setup{Action: "/console/setup/t"}),
@@ -47,6 +51,15 @@ func pages() map[string]templ.Component {
 		"route":   views.RouteEditPage(views.RouteEdit{Nav: nav, Form: views.RouteForm{Action: "/console/routes/1"}}),
 		"audit":   views.AuditPage(views.Audit{Nav: nav, Rows: []views.AuditRow{{Action: "key.issue", Detail: "{}"}}}),
 		"confirm": views.ConfirmPage(views.Confirm{Nav: nav, Title: "Sure?", Action: "/x", Fields: map[string]string{"status": "disabled"}}),
+		"dashboard": views.DashboardPage(views.Dashboard{Nav: nav, StreamURL: "/console/dashboard/live", Live: views.DashboardLive{
+			Connected: true, Rows: []views.DashboardRow{{ID: 2, Email: "ada@acme.test", Spend: views.Budget{Spent: "$1.00", Limit: "$4.00", Percent: 25}}},
+			Chart: views.NewChart([]views.ChartMinute{{SpendMicros: 5}, {Throttled: 2}}, func(int64) string { return "0.01" })}}),
+		"member-usage": views.MemberPage(views.Member{Nav: nav, Row: row, Usage: usageVM, Limits: views.LimitsForm{Action: "/l", Subject: "ada"}}),
+		"home-usage":   views.HomePage(views.Home{Nav: nav, Keys: keys, Usage: &usageVM}),
+		"team-limits":  views.TeamLimitsPage(views.TeamLimits{Nav: nav, Form: views.LimitsForm{Team: true, Action: "/t"}}),
+		"prices": views.PricesPage(views.Prices{Nav: nav, Rows: []views.PriceRow{{Model: "m", Tier: "above"}},
+			Form: views.PriceForm{Action: "/console/prices"}}),
+		"price": views.PriceEditPage(views.PriceEdit{Nav: nav, Form: views.PriceForm{Action: "/console/prices", Edit: true, Model: "m"}}),
 	}
 }
 
@@ -119,7 +132,7 @@ func TestSnippetsCallThisGateway(t *testing.T) {
 
 func TestOwnersSeeOwnerTabs(t *testing.T) {
 	t.Parallel()
-	for owner, want := range map[bool]int{true: 4, false: 1} {
+	for owner, want := range map[bool]int{true: 6, false: 1} {
 		n := views.Nav{Email: "x@acme.test", Team: "acme", Owner: owner, Active: views.TabKeys}
 		doc := render(t, views.HomePage(views.Home{Nav: n}))
 		if got := doc.Find(`nav a`).Length(); got != want {
@@ -130,3 +143,32 @@ func TestOwnersSeeOwnerTabs(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetBarAndChart(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		spent, limit int64
+		percent      int
+		over         bool
+	}{{0, 100, 0, false}, {1, 1000, 1, false}, {50, 100, 50, false}, {99, 100, 99, false}, {100, 100, 100, true},
+		{150, 100, 100, true}, {0, 0, 100, true}} {
+		if p, over := views.BudgetBar(c.spent, c.limit); p != c.percent || over != c.over {
+			t.Errorf("BudgetBar(%d, %d) = %d, %v; want %d, %v", c.spent, c.limit, p, over, c.percent, c.over)
+		}
+	}
+	minutes := make([]views.ChartMinute, 60)
+	minutes[10].SpendMicros, minutes[59].SpendMicros, minutes[30].Throttled = 100, 50, 4
+	c := views.NewChart(minutes, func(n int64) string { return itoa(n) })
+	if len(c.Bars) != 2 || c.Bars[0].H != 120 || c.Bars[1].H != 60 || c.MaxSpend != "$100" || c.Max429 != "4" {
+		t.Errorf("chart: %+v", c)
+	}
+	if got := len(strings.Fields(c.Line)); got != 60 {
+		t.Errorf("429 line has %d points, want 60", got)
+	}
+	doc := render(t, views.DashboardLiveView(views.DashboardLive{Chart: c}))
+	if doc.Find(`svg[role="img"] rect.spend title`).Length() != 2 || doc.Find(`polyline.throttled`).Length() != 1 {
+		t.Error("the chart's SVG lacks its bars or line")
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -33,7 +33,7 @@ type Replica struct {
 // from the process environment.
 func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
 	t.Helper()
-	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug"}
+	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s"}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -56,7 +56,7 @@ func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
 		t.Fatalf("apptest: listen: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, ln) }()
+	go func() { done <- a.Serve(ctx, ln, nil) }()
 	var once sync.Once
 	var serveErr error
 	stop := func() error {

@@ -124,19 +124,36 @@ func serve(ctx context.Context, args []string, env Env) error {
 	if link != "" {
 		fmt.Fprintf(env.Stdout, "Nobody can sign in to the console yet. Open this one-time link (valid 24h) to create the first team and its owner:\n  %s\nA fresh one: tollgate admin setup-link\n", link)
 	}
-	return listenAndServe(ctx, a, cfg, env, log)
+	return listenAndServe(ctx, a, cfg, env, log, true)
 }
 
-func listenAndServe(ctx context.Context, a *app.App, cfg config.Config, env Env, log *slog.Logger) error {
+// listenAndServe opens the public and admin listeners and serves until ctx
+// ends. An admin listener that cannot open stops serve (the operator asked for
+// metrics and readiness there); dev only warns, since a second local gateway
+// or a test may hold 127.0.0.1:9090.
+func listenAndServe(ctx context.Context, a *app.App, cfg config.Config, env Env, log *slog.Logger, adminRequired bool) error {
 	ln, err := env.Listen(cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (LISTEN_ADDR): %w", cfg.ListenAddr, err)
+	}
+	var admin net.Listener
+	if cfg.AdminAddr != "" {
+		admin, err = net.Listen("tcp", cfg.AdminAddr)
+		switch {
+		case err != nil && adminRequired:
+			ln.Close()
+			return fmt.Errorf("listen on %s (ADMIN_ADDR; off disables it): %w", cfg.AdminAddr, err)
+		case err != nil:
+			log.Warn("admin listener not started: no /metrics or /readyz", "addr", cfg.AdminAddr, "err", err)
+		default:
+			log.Info("admin listener: /healthz /readyz /metrics /debug/pprof/", "addr", admin.Addr().String())
+		}
 	}
 	log.Info("tollgate serving", "addr", ln.Addr().String(), "public_url", cfg.PublicURL)
 	if env.Ready != nil {
 		env.Ready("http://" + ln.Addr().String())
 	}
-	return a.Serve(ctx, ln)
+	return a.Serve(ctx, ln, admin)
 }
 
 func migrate(ctx context.Context, env Env) error {

@@ -49,7 +49,8 @@ type tool struct {
 func newTool(t *testing.T) *tool {
 	t.Helper()
 	// dev mode uses the local Redis when REDIS_URL is unset: keep this test's keys apart.
-	return &tool{t: t, vars: map[string]string{"DATABASE_URL": dbtest.Schema(t), "REDIS_KEY_PREFIX": redistest.Prefix(t)}}
+	return &tool{t: t, vars: map[string]string{"DATABASE_URL": dbtest.Schema(t), "REDIS_KEY_PREFIX": redistest.Prefix(t),
+		"ADMIN_ADDR": "127.0.0.1:0", "DRAIN_DELAY": "0s"}}
 }
 
 func (c *tool) env(stdout, stderr *syncBuffer) cli.Env {

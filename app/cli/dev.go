@@ -36,7 +36,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 	if *mockURL != "" && env.Getenv(mockCredentialEnv) == "" {
 		return usagef("dev: --mock-url needs %s, the key that mock provider expects", mockCredentialEnv)
 	}
-	env.Getenv = withLocalRedis(env.Getenv)
+	env.Getenv = withoutDrainDelay(withLocalRedis(env.Getenv))
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
@@ -94,7 +94,18 @@ func dev(ctx context.Context, args []string, env Env) error {
 			ready(publicURL)
 		}
 	}
-	return listenAndServe(ctx, a, cfg, env, log)
+	return listenAndServe(ctx, a, cfg, env, log, false)
+}
+
+// withoutDrainDelay makes Ctrl-C stop make run at once: no load balancer
+// watches a local gateway's /readyz. DRAIN_DELAY, when set, still wins.
+func withoutDrainDelay(getenv func(string) string) func(string) string {
+	return func(name string) string {
+		if v := getenv(name); v != "" || name != "DRAIN_DELAY" {
+			return v
+		}
+		return "0s"
+	}
 }
 
 // setUpLocalTeam creates the team and its owner on the first run, points the two

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,8 @@ func TestServeWithFlyEnvironment(t *testing.T) {
 func serveLikeFly(t *testing.T, redis map[string]string) {
 	t.Helper()
 	port := freePort(t)
-	vars := map[string]string{"PORT": port, "FLY_APP_NAME": "acme-gw", "DATABASE_URL": dbtest.Schema(t)}
+	vars := map[string]string{"PORT": port, "FLY_APP_NAME": "acme-gw", "DATABASE_URL": dbtest.Schema(t),
+		"ADMIN_ADDR": "127.0.0.1:0", "DRAIN_DELAY": "0s"}
 	for k, v := range redis {
 		vars[k] = v
 	}
@@ -93,6 +95,20 @@ func serveLikeFly(t *testing.T, redis map[string]string) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
 		t.Errorf("GET /healthz = %d %q, want 200 ok", resp.StatusCode, body)
+	}
+	// The admin listener serves the metrics Fly's [metrics] section scrapes.
+	admin := regexp.MustCompile(`"msg":"admin listener[^"]*","addr":"([^"]+)"`).FindStringSubmatch(stderr.String())
+	if admin == nil {
+		t.Fatalf("serve logged no admin listener:\n%s", stderr.String())
+	}
+	metrics, err := http.Get("http://" + admin[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(metrics.Body)
+	metrics.Body.Close()
+	if metrics.StatusCode != http.StatusOK || !strings.Contains(string(body), "tollgate_config_reloads_total") {
+		t.Errorf("GET /metrics on the admin listener = %d, want 200 with tollgate metrics", metrics.StatusCode)
 	}
 	if !strings.Contains(stdout.String(), "https://acme-gw.fly.dev/") {
 		t.Errorf("serve printed %q, want a first-run setup link on https://acme-gw.fly.dev", stdout.String())

@@ -81,6 +81,21 @@ type Config struct {
 	// ConcurrencyLease is how long a request holds its concurrency slot at most; a
 	// crashed replica's slots come back after it. CONCURRENCY_LEASE, default 15m.
 	ConcurrencyLease time.Duration
+
+	// AdminAddr is the operator's listener (/healthz, /readyz, /metrics,
+	// /debug/pprof), apart from tenant traffic; "" when switched off. ADMIN_ADDR,
+	// default 127.0.0.1:9090; "off" disables it; in a container 0.0.0.0:9090.
+	AdminAddr string
+	// DrainDelay is how long /readyz answers "draining" on SIGTERM before the
+	// public listener stops taking requests, so load balancers stop sending them
+	// first. DRAIN_DELAY, default 5s.
+	DrainDelay time.Duration
+	// LogSampleEvery logs one request line in N; refusals and errors are always
+	// logged. LOG_SAMPLE_EVERY, default 1 (every request).
+	LogSampleEvery int
+	// Tracing is where spans go, from the standard OTEL_* variables; zero when
+	// tracing is off (see observability.go).
+	Tracing Tracing
 }
 
 // Load reads the environment through getenv and validates it, reporting every
@@ -120,6 +135,7 @@ func Load(getenv func(string) string) (Config, error) {
 		p.fail("PUBLIC_URL", "must be an http:// or https:// URL, not %q", c.PublicURL)
 	}
 	p.loadRedis(&c)
+	p.loadObservability(&c)
 	if strings.ContainsAny(c.RedisKeyPrefix, "{}") {
 		p.fail("REDIS_KEY_PREFIX", "must not contain { or }, which would replace the team's Redis Cluster hash tag")
 	}

@@ -65,6 +65,10 @@ func TestLoadDefaults(t *testing.T) {
 		RedisTimeout:             150 * time.Millisecond,
 		Replicas:                 1,
 		ConcurrencyLease:         15 * time.Minute,
+		AdminAddr:                "127.0.0.1:9090",
+		DrainDelay:               5 * time.Second,
+		LogSampleEvery:           1,
+		Tracing:                  config.Tracing{ServiceName: "tollgate"},
 	}
 	if got != want {
 		t.Errorf("Load(empty) =\n%+v\nwant\n%+v", got, want)

@@ -66,13 +66,18 @@ func TestEveryRouteHasAnAuthorizationDecision(t *testing.T) {
 			if r.status != http.StatusUnauthorized || r.header.Get("HX-Redirect") != "/console/signin" {
 				t.Errorf("%s from HTMX without a session: %d (HX-Redirect %q), want 401 redirecting to sign-in", route, r.status, r.header.Get("HX-Redirect"))
 			}
+			if r := anon.do(method, path, form, map[string]string{"Accept": "text/event-stream"}); r.status != http.StatusUnauthorized {
+				t.Errorf("%s from an EventSource without a session: %d, want 401", route, r.status)
+			}
 		}
 		if decision == "owner" {
 			if r := member.do(method, path, form, nil); r.status != http.StatusForbidden {
 				t.Errorf("%s as a member: %d, want 403", route, r.status)
 			}
 		}
-		if method == http.MethodGet {
+		if method == http.MethodGet && strings.HasSuffix(path, "/live") {
+			owner.firstEvent(path) // an event stream: read its first event and leave
+		} else if method == http.MethodGet {
 			owner.get(path) // must change nothing: checked below
 		}
 		if method == http.MethodPost {

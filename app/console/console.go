@@ -1,7 +1,9 @@
 // Package console is the team's web console: sign-in, first-run setup, invites,
-// each member's own keys, and the owners' members, routes and audit pages. It
-// renders templ views (package views) with HTMX as an enhancement, and every
-// write calls the same store functions as the CLI, so it is audited the same way.
+// each member's own keys and live usage, and the owners' live dashboard,
+// members, limits, routes, prices and audit pages. It renders templ views
+// (package views) with HTMX as an enhancement (and Server-Sent Events for the
+// live figures), and every write calls the same store functions as the CLI, so
+// it is audited the same way.
 package console
 
 import (
@@ -10,12 +12,15 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tollgate/tollgate/app/live"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/static"
 )
@@ -40,6 +45,14 @@ type Options struct {
 	SessionLifetime    time.Duration
 	// SignInLimit bounds failed sign-ins; zero fields take the defaults.
 	SignInLimit SignInLimit
+	// Live is the gateway's live traffic, summed over every replica; nil shows
+	// "—" where live figures would be.
+	Live *live.Stats
+	// StreamInterval is how often the dashboard's and usage streams push new
+	// figures; default 1s. StreamLifetime ends a stream, which the browser then
+	// reopens through the session check; default 1m.
+	StreamInterval time.Duration
+	StreamLifetime time.Duration
 }
 
 // SignInLimit is how many failed sign-ins are allowed within Window, per
@@ -63,6 +76,13 @@ type Console struct {
 	// hashing bounds concurrent sign-in attempts, each of which costs a
 	// memory-hard password hash (19 MiB), so a flood cannot exhaust memory.
 	hashing chan struct{}
+
+	live           *live.Stats
+	streamInterval time.Duration
+	streamLifetime time.Duration
+	streams        atomic.Int64  // open event streams
+	closing        chan struct{} // closed by CloseStreams
+	closeOnce      sync.Once
 }
 
 // New returns a Console; Mount puts it on a router.
@@ -81,6 +101,11 @@ func New(o Options) *Console {
 		accounts:  newThrottle(limit.PerAccount, limit.Window),
 		addresses: newThrottle(limit.PerAddress, limit.Window),
 		hashing:   make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+
+		live:           o.Live,
+		streamInterval: cmp.Or(o.StreamInterval, time.Second),
+		streamLifetime: cmp.Or(o.StreamLifetime, time.Minute),
+		closing:        make(chan struct{}),
 	}
 	c.sessions = newSessions(o, c.log)
 	return c
@@ -122,6 +147,7 @@ type route struct {
 func (c *Console) routes() []route {
 	return []route{
 		{"GET", "/", member, c.showHome},
+		{"GET", "/usage/live", member, c.streamUsage},
 		{"GET", "/signin", anyone, c.showSignIn},
 		{"POST", "/signin", anyone, c.signIn},
 		{"POST", "/signout", member, c.signOut},
@@ -134,14 +160,22 @@ func (c *Console) routes() []route {
 		{"POST", "/keys/{id}/rotate", member, c.rotateKey},
 		{"POST", "/keys/{id}/revoke", member, c.revokeKey},
 
+		{"GET", "/dashboard", owner, c.showDashboard},
+		{"GET", "/dashboard/live", owner, c.streamDashboard},
+		{"GET", "/team/limits", owner, c.showTeamLimits},
+		{"POST", "/team/limits", owner, c.setTeamLimits},
 		{"GET", "/members", owner, c.listMembers},
 		{"POST", "/members/invite", owner, c.createInvite},
 		{"GET", "/members/{id}", owner, c.showMember},
 		{"POST", "/members/{id}/status", owner, c.setMemberStatus},
+		{"POST", "/members/{id}/limits", owner, c.setMemberLimits},
 		{"GET", "/routes", owner, c.listRoutes},
 		{"POST", "/routes", owner, c.addRoute},
 		{"GET", "/routes/{id}", owner, c.showRoute},
 		{"POST", "/routes/{id}", owner, c.updateRoute},
+		{"GET", "/prices", owner, c.listPrices},
+		{"POST", "/prices", owner, c.setPrice},
+		{"GET", "/prices/edit", owner, c.showPrice},
 		{"GET", "/audit", owner, c.showAudit},
 	}
 }

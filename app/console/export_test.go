@@ -9,3 +9,6 @@ func (c *Console) RouteAccess() map[string]string {
 	}
 	return m
 }
+
+// OpenStreams is how many event streams are being served.
+func (c *Console) OpenStreams() int64 { return c.streams.Load() }

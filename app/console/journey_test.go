@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -21,25 +23,32 @@ import (
 	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/dbtest"
+	"github.com/tollgate/tollgate/app/live"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+	"github.com/tollgate/tollgate/limiter/redistest"
 )
 
 const chromium = "/usr/bin/chromium"
 
 // TestBrowserJourney clicks through the console in headless Chromium, as the
 // team would: setup link → owner creates the team and a route → invites a
-// member → the member joins and creates a key → that key calls the gateway
-// through the Anthropic SDK → the owner cuts the member off → the member's next
-// call is refused and their page says so; they sign out and in. Screenshots of each screen go to
-// screenshots/ at the module root.
+// member → the member joins and creates a key → the owner opens the dashboard →
+// that key calls the gateway through the Anthropic SDK → the dashboard shows
+// the request without a reload (pushed over SSE from the gateway replica's
+// counters in Redis) → the owner sets the member's limits and budget → the
+// member's page shows their usage → the owner cuts the member off → the
+// member's next call is refused and their page says so; they sign out and in.
+// Screenshots of each screen go to screenshots/ at the module root; with
+// SCREENSHOT_DIR set (make screenshots), the README's dashboard.png and
+// member.png go there too.
 func TestBrowserJourney(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("CI") == "" {
+		if os.Getenv("CI") == "" && os.Getenv("SCREENSHOT_DIR") == "" {
 			t.Skipf("no %s; install Debian's chromium package to run the browser journey", chromium)
 		}
-		t.Fatalf("CI: %s is missing: %v", chromium, err)
+		t.Fatalf("%s is missing (CI or make screenshots): %v", chromium, err)
 	}
 	j := startJourney(t)
 
@@ -95,6 +104,17 @@ func TestBrowserJourney(t *testing.T) {
 	j.shot(t, member, "06-member-new-key")
 	j.phoneShot(t, member, "06-member-new-key-phone")
 
+	// The owner watches the dashboard, open before any traffic.
+	ada := `tr[data-email="ada@acme.test"] `
+	j.do(t, owner, "open the dashboard",
+		chromedp.Navigate(j.url+"/console/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS(ada+`[data-testid="live-requests"]`)),
+		// Gone if the page reloads: the figures must arrive without one.
+		chromedp.Evaluate[chromedp.Void](`window.tollgateNoReload = true`))
+	if got := j.text(t, owner, ada+`[data-testid="live-requests"]`); got != "0" {
+		t.Errorf("ada's requests before any call: %q, want 0", got)
+	}
+
 	// The key works through the gateway, with the official SDK.
 	client := anthropic.NewClient(anthropicoption.WithBaseURL(j.url+"/anthropic"), anthropicoption.WithAPIKey(key),
 		anthropicoption.WithMaxRetries(0))
@@ -104,31 +124,102 @@ func TestBrowserJourney(t *testing.T) {
 		return err
 	}
 	eventually(t, "the new key works through the gateway", func() bool { return call() == nil })
+	called := time.Now()
+
+	// The dashboard shows it, pushed over SSE, within 2 seconds.
+	j.do(t, owner, "see the request on the dashboard (counted by the gateway replica through app/live, wired in app.New)",
+		chromedp.Poll[chromedp.Void](`(() => {
+			const row = document.querySelector('tr[data-email="ada@acme.test"]');
+			return row && Number(row.querySelector('[data-testid="live-requests"]').textContent) >= 1 &&
+				Number(row.querySelector('[data-testid="live-tokens"]').textContent) > 0;
+		})()`, chromedp.WithPollingTimeout(10*time.Second)))
+	if took := time.Since(called); took > 2*time.Second {
+		t.Errorf("the request reached the dashboard after %v, want within 2s", took)
+	}
+	if reloaded, err := chromedp.Run(owner, chromedp.Evaluate[bool](`window.tollgateNoReload !== true`)); err != nil || reloaded {
+		t.Errorf("the dashboard reloaded to show the request (%v)", err)
+	}
+	j.shot(t, owner, "07-dashboard-live")
+
+	// The owner sets ada's limits: 4 requests a minute, a daily budget.
+	j.do(t, owner, "set the member's limits",
+		chromedp.Click(chromedp.CSS(ada+`a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="limits-form"]`)),
+		chromedp.SendKeys(chromedp.ID("rate"), "4"),
+		chromedp.SetValue(chromedp.ID("period"), "1m"),
+		chromedp.SendKeys(chromedp.ID("budget"), "0.05"),
+		chromedp.SetValue(chromedp.ID("budget_period"), "daily"),
+		chromedp.Click(chromedp.CSS(`[data-testid="save-limits"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="limits-saved"]`)))
+	j.shot(t, owner, "08-member-limits")
+
+	// A burst past the new rate: some calls are answered 429.
+	var throttled int
+	eventually(t, "the new rate limit answers 429", func() bool {
+		var apiErr *anthropic.Error
+		if err := call(); errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests {
+			throttled++
+		}
+		return throttled >= 2
+	})
+	j.do(t, owner, "watch the dashboard",
+		chromedp.Navigate(j.url+"/console/dashboard"),
+		chromedp.Poll[chromedp.Void](`(() => {
+			const row = document.querySelector('tr[data-email="ada@acme.test"]');
+			return row && Number(row.querySelector('[data-testid="live-429"]').textContent) >= 2 &&
+				Number(row.querySelector('[data-testid="spent"]').textContent.slice(1)) > 0 &&
+				document.querySelectorAll('[data-testid="chart"] rect.spend').length > 0;
+		})()`, chromedp.WithPollingTimeout(15*time.Second)))
+	j.shot(t, owner, "09-dashboard-throttled")
+	j.docShot(t, owner, "dashboard", 980)
+
+	// The member's page shows their own usage, budget and requests.
+	j.do(t, member, "see own usage",
+		chromedp.Reload(),
+		chromedp.Poll[chromedp.Void](`(() => {
+			const n = document.querySelector('[data-testid="usage-429"]');
+			return n && Number(n.textContent) >= 2 && document.querySelectorAll('[data-testid="recent-request"]').length > 0;
+		})()`, chromedp.WithPollingTimeout(10*time.Second)))
+	if got := j.text(t, member, `[data-testid="budget-remaining"]`); !strings.Contains(got, "left today") {
+		t.Errorf("member's budget line: %q", got)
+	}
+	j.shot(t, member, "10-member-usage")
+	j.docShot(t, member, "member", 900)
 
 	// The owner cuts the member off; the gateway refuses the next call.
 	j.do(t, owner, "cut the member off",
 		chromedp.Navigate(j.url+"/console/members"),
 		chromedp.Click(chromedp.CSS(`tr[data-email="ada@acme.test"] [data-testid="cut-off-button"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-email="ada@acme.test"] [data-testid="restore-button"]`)))
-	j.shot(t, owner, "07-members-cut-off")
+	j.shot(t, owner, "11-members-cut-off")
 	eventually(t, "the cut-off member's call is refused with 403", func() bool {
 		var apiErr *anthropic.Error
 		return errors.As(call(), &apiErr) && apiErr.StatusCode == http.StatusForbidden
 	})
 
-	// The member's page says they are cut off.
+	// The member's page, still open, shows the refusal live; reloaded, it says
+	// they are cut off.
+	j.do(t, member, "see the refusal",
+		chromedp.Poll[chromedp.Void](`Number(document.querySelector('[data-testid="usage-refused"]').textContent) >= 1`,
+			chromedp.WithPollingTimeout(10*time.Second)))
 	j.do(t, member, "reload the member page", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="cut-off"]`)))
 	if strings.Contains(j.html(t, member), key) {
 		t.Error("the member page shows the key's plaintext again")
 	}
-	j.shot(t, member, "08-member-cut-off")
-	j.phoneShot(t, member, "08-member-cut-off-phone")
+	j.shot(t, member, "12-member-cut-off")
+	j.phoneShot(t, member, "12-member-cut-off-phone")
+	j.do(t, owner, "see the cut-off on the dashboard", chromedp.Navigate(j.url+"/console/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS(ada+`[data-testid="live-status"]`)))
+	if got := j.text(t, owner, ada+`[data-testid="live-status"]`); got != "cut off" {
+		t.Errorf("ada's status on the dashboard: %q, want cut off", got)
+	}
+	j.phoneShot(t, owner, "13-dashboard-phone")
 
 	// Signing out and in again goes through the sign-in form.
 	j.do(t, member, "sign out",
 		chromedp.Click(chromedp.CSS(`form[action="/console/signout"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin"]`)))
-	j.shot(t, member, "10-signin")
+	j.shot(t, member, "14-signin")
 	j.do(t, member, "sign in",
 		chromedp.SendKeys(chromedp.ID("email"), "ada@acme.test"),
 		chromedp.SendKeys(chromedp.ID("password"), password),
@@ -137,7 +228,13 @@ func TestBrowserJourney(t *testing.T) {
 
 	j.do(t, owner, "open the audit log", chromedp.Navigate(j.url+"/console/audit"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit"]`)))
-	j.shot(t, owner, "09-audit")
+	j.shot(t, owner, "15-audit")
+	j.do(t, owner, "open the prices", chromedp.Navigate(j.url+"/console/prices"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="price-row"]`)))
+	j.shot(t, owner, "16-prices")
+	j.do(t, owner, "open the team's limits", chromedp.Navigate(j.url+"/console/team/limits"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="limits-form"]`)))
+	j.shot(t, owner, "17-team-limits")
 	if html := j.html(t, owner); strings.Contains(html, providerSecret) || strings.Contains(html, key) {
 		t.Error("the audit page shows a secret")
 	}
@@ -151,6 +248,7 @@ type journey struct {
 	mockURL string
 	browser context.Context
 	shots   string
+	docs    string // SCREENSHOT_DIR: where the README's screenshots go; "" to skip them
 }
 
 func startJourney(t *testing.T) *journey {
@@ -161,13 +259,19 @@ func startJourney(t *testing.T) *journey {
 	t.Cleanup(upstream.Close)
 	// The replica keeps its config snapshot fresh (LISTEN/NOTIFY); its router
 	// serves the gateway half of the journey's server.
-	gw := apptest.Start(t, dbURL, map[string]string{"ANTHROPIC_API_KEY": providerSecret, "CONFIG_POLL_INTERVAL": "10m"})
+	// It counts live traffic into Redis under the test's own prefix.
+	prefix := redistest.Prefix(t)
+	gw := apptest.Start(t, dbURL, map[string]string{"ANTHROPIC_API_KEY": providerSecret, "CONFIG_POLL_INTERVAL": "10m",
+		"REDIS_URL": cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), "REDIS_KEY_PREFIX": prefix})
 	srv := httptest.NewUnstartedServer(nil)
 	// The replica's own store mirrors revocations and cut-offs to its limiter,
 	// as the console's writes will in app.New.
 	j := &journey{st: gw.App.Store, url: "http://" + srv.Listener.Addr().String(), mockURL: upstream.URL}
+	// This console is another replica: it reads the live figures from Redis.
 	c := console.New(console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
-		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] }})
+		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] },
+		Live:   live.New(redistest.Client(t), live.Options{Prefix: prefix})})
+	t.Cleanup(c.CloseStreams)
 	r := chi.NewRouter()
 	c.Mount(r)
 	r.Handle("/*", gw.App.Routes())
@@ -178,6 +282,12 @@ func startJourney(t *testing.T) *journey {
 	j.shots = filepath.Join(moduleRoot(t), "screenshots")
 	if err := os.MkdirAll(j.shots, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if dir := os.Getenv("SCREENSHOT_DIR"); dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(moduleRoot(t), dir)
+		}
+		j.docs = dir
 	}
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromium),
@@ -229,9 +339,13 @@ func (j *journey) do(t *testing.T, tab context.Context, what string, steps ...ch
 	}
 }
 
+// text is the text of the first element matching css, read in one step in
+// the page: live sections are swapped every second, and a node looked up
+// first could be gone by the time its text is asked for.
 func (j *journey) text(t *testing.T, tab context.Context, css string) string {
 	t.Helper()
-	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(css)))
+	sel, _ := json.Marshal(css)
+	s, err := chromedp.Run(tab, chromedp.Evaluate[string](`(document.querySelector(`+string(sel)+`) || {innerText: "(missing)"}).innerText`))
 	if err != nil {
 		t.Fatalf("text of %s: %v", css, err)
 	}
@@ -257,6 +371,24 @@ func (j *journey) shot(t *testing.T, tab context.Context, name string) {
 	if err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
 	}
+}
+
+// docShot saves the README's screenshot name.png to SCREENSHOT_DIR, if set:
+// the top height pixels of the page at 1000 pixels wide, small enough to commit.
+func (j *journey) docShot(t *testing.T, tab context.Context, name string, height int64) {
+	t.Helper()
+	if j.docs == "" {
+		return
+	}
+	j.do(t, tab, "emulate a small laptop", chromedp.EmulateViewport(1000, height), chromedp.Sleep(300*time.Millisecond))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(j.docs, name+".png"), png, 0o644)
+	}
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+	}
+	j.do(t, tab, "emulate a laptop", chromedp.EmulateViewport(1280, 900))
 }
 
 // phoneShot saves a screenshot at a phone's width, then restores the laptop's.

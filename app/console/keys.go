@@ -132,6 +132,10 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 		c.fail(w, r, err)
 		return
 	}
+	if isHTMX(r) {
+		c.render(w, r, status, views.KeysSection(keys))
+		return
+	}
 	routes, err := c.st.Routes(ctx, v.team.ID)
 	if err != nil {
 		c.fail(w, r, err)
@@ -141,9 +145,15 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 	for _, rt := range routes {
 		snippetRoutes = append(snippetRoutes, views.SnippetRoute{Prefix: rt.Prefix, Dialect: rt.Dialect})
 	}
+	figs, err := c.readMemberFigures(ctx, v.team.ID, m.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	usage := c.usageView(ctx, v.team.ID, m.ID, figs, true)
 	home := views.Home{Nav: nav(v, views.TabKeys), Disabled: m.Status != store.StatusActive, Keys: keys,
-		Snippets: views.Snippets(c.publicURL, snippetRoutes)}
-	c.pageOrPartial(w, r, status, views.HomePage(home), views.KeysSection(keys))
+		Usage: &usage, Snippets: views.Snippets(c.publicURL, snippetRoutes)}
+	c.render(w, r, status, views.HomePage(home))
 }
 
 // keysSection is member m's keys, newest first, as the viewer may act on them.

@@ -40,16 +40,23 @@ func (c *Console) membersPage(ctx context.Context, invite views.Invite) (views.M
 			live[k.MemberID]++
 		}
 	}
+	figs, err := c.readTeamFigures(ctx, v.team.ID)
+	if err != nil {
+		return views.Members{}, err
+	}
+	lt, ok := c.readLive(ctx, v.team.ID)
 	vm := views.Members{Nav: nav(v, views.TabMembers)}
 	for _, m := range members {
-		vm.Rows = append(vm.Rows, memberRow(v, m, live[m.ID]))
+		row := memberRow(v, m, live[m.ID])
+		row.Usage = memberUsage(figs, lt, ok, m.ID)
+		vm.Rows = append(vm.Rows, row)
 	}
 	vm.Invite, err = c.inviteSection(ctx, invite)
 	return vm, err
 }
 
 func memberRow(v *viewer, m store.Member, liveKeys int) views.MemberRow {
-	url := Prefix + "/members/" + strconv.FormatInt(m.ID, 10)
+	url := memberURL(m.ID)
 	return views.MemberRow{ID: m.ID, Email: m.Email, Role: m.Role, Status: m.Status, Keys: liveKeys,
 		URL: url, StatusURL: url + "/status", Self: m.ID == v.member.ID}
 }
@@ -131,8 +138,18 @@ func (c *Console) memberPage(ctx context.Context, m store.Member, issued *store.
 			live++
 		}
 	}
-	return views.Member{Nav: nav(v, views.TabMembers), Row: memberRow(v, m, live), Keys: keys}, nil
+	figs, err := c.readMemberFigures(ctx, v.team.ID, m.ID)
+	if err != nil {
+		return views.Member{}, err
+	}
+	limits := limitsForm(figs.limits)
+	limits.Action, limits.Subject = memberURL(m.ID)+"/limits", m.Email
+	return views.Member{Nav: nav(v, views.TabMembers), Row: memberRow(v, m, live), Keys: keys,
+		Usage: c.usageView(ctx, v.team.ID, m.ID, figs, false), Limits: limits}, nil
 }
+
+// memberURL is the owner's page of member id.
+func memberURL(id int64) string { return Prefix + "/members/" + strconv.FormatInt(id, 10) }
 
 // setMemberStatus cuts a member off or restores them. Cutting off asks first.
 func (c *Console) setMemberStatus(w http.ResponseWriter, r *http.Request) {
@@ -176,6 +193,13 @@ func (c *Console) setMemberStatus(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	figs, err := c.readTeamFigures(r.Context(), v.team.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	lt, ok := c.readLive(r.Context(), v.team.ID)
+	vm.Row.Usage = memberUsage(figs, lt, ok, m.ID)
 	c.render(w, r, http.StatusOK, views.MemberRowView(vm.Row))
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/a-h/templ"
 
@@ -17,6 +18,11 @@ import (
 // isHTMX reports whether HTMX made the request, so the answer is the partial
 // it swaps rather than a whole page.
 func isHTMX(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
+
+// isEventStream reports whether the browser's EventSource made the request.
+func isEventStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
 
 // render writes a component in full or not at all: it is rendered to a buffer
 // first, so a failure mid-way becomes a clean 500.
@@ -68,7 +74,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 // failWith answers with status and a message: one line of text for HTMX (which
 // does not swap errors; console.js shows the line), a page otherwise.
 func (c *Console) failWith(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	if isHTMX(r) {
+	if isHTMX(r) || isEventStream(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)
 		w.Write([]byte(message))

@@ -3,12 +3,14 @@ package console
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tollgate/tollgate/app/observe"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/views"
 )
@@ -34,6 +36,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	email := strings.ToLower(strings.TrimSpace(form.Get("email")))
 	account, address := "account:"+email, "address:"+remoteHost(r)
 	if wait := max(c.accounts.retryAfter(account), c.addresses.retryAfter(address)); wait > 0 {
+		observe.Security(r.Context(), c.log, "console_sign_in", "locked_out", slog.String("address", remoteHost(r)))
 		minutes := int(wait.Round(time.Minute) / time.Minute)
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		c.render(w, r, http.StatusTooManyRequests, views.SignInPage(views.SignIn{Email: email,
@@ -51,6 +54,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, store.ErrBadCredentials) {
 		c.accounts.fail(account)
 		c.addresses.fail(address)
+		observe.Security(r.Context(), c.log, "console_sign_in", "failed", slog.String("address", remoteHost(r)))
 		c.render(w, r, http.StatusUnauthorized, views.SignInPage(views.SignIn{Email: email, Error: "Wrong email or password."}))
 		return
 	}

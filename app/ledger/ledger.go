@@ -92,6 +92,17 @@ func (w *Writer) Healthy() bool {
 	return w.oldest.IsZero() || w.opts.Now().Sub(w.oldest) < w.opts.MaxLag
 }
 
+// Backlog is how many entries wait to be written and how long the oldest has
+// waited, for the metrics; zero when none wait.
+func (w *Writer) Backlog() (rows int, age time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.oldest.IsZero() {
+		return len(w.pending), 0
+	}
+	return len(w.pending), w.opts.Now().Sub(w.oldest)
+}
+
 // Pending returns a copy of the entries not yet written, so a rebuild of the
 // admission counters can count what this replica has not flushed.
 func (w *Writer) Pending() []proxy.LedgerEntry {

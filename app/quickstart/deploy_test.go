@@ -118,8 +118,8 @@ func TestFlyToml(t *testing.T) {
 		t.Errorf("metrics.path = %q, want /metrics", p)
 	}
 	// Fly must wait for the drain before SIGKILL.
-	if kt, _ := get("kill_timeout").(string); kt == "" || !durationAtLeast(kt, cfg.ShutdownTimeout.Seconds()) {
-		t.Errorf("kill_timeout = %q, want at least SHUTDOWN_TIMEOUT (%s)", kt, cfg.ShutdownTimeout)
+	if kt, _ := get("kill_timeout").(string); kt == "" || !durationAtLeast(kt, (cfg.DrainDelay+cfg.ShutdownTimeout).Seconds()) {
+		t.Errorf("kill_timeout = %q, want at least DRAIN_DELAY + SHUTDOWN_TIMEOUT (%s)", kt, cfg.DrainDelay+cfg.ShutdownTimeout)
 	}
 }
 
@@ -268,6 +268,7 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("runtime stage %q, want distroless static :nonroot", final[0])
 	}
 	var user, entrypoint, expose string
+	env := map[string]string{}
 	for _, ins := range final[1:] {
 		switch op, arg, _ := strings.Cut(ins, " "); op {
 		case "COPY":
@@ -283,6 +284,9 @@ func TestDockerfile(t *testing.T) {
 			entrypoint = arg
 		case "EXPOSE":
 			expose = arg
+		case "ENV":
+			k, v, _ := strings.Cut(arg, "=")
+			env[k] = v
 		}
 	}
 	if !strings.HasPrefix(user, "nonroot") {
@@ -291,8 +295,12 @@ func TestDockerfile(t *testing.T) {
 	if entrypoint != `["/usr/local/bin/tollgate"]` {
 		t.Errorf("ENTRYPOINT = %s, want the tollgate binary (fly's release_command and compose's command are its arguments)", entrypoint)
 	}
-	if expose != "8080" {
-		t.Errorf("EXPOSE %s, want 8080 (fly.toml internal_port)", expose)
+	if expose != "8080 9090" {
+		t.Errorf("EXPOSE %s, want 8080 (fly.toml internal_port) and 9090 (the admin listener)", expose)
+	}
+	// Fly's [metrics] scrape reaches the admin listener over the private network.
+	if env["ADMIN_ADDR"] != "0.0.0.0:9090" {
+		t.Errorf("ENV ADMIN_ADDR=%s, want 0.0.0.0:9090: fly.toml's [metrics] port on every interface", env["ADMIN_ADDR"])
 	}
 	ignore := readRepoFile(t, ".dockerignore")
 	if !slices.Contains(strings.Fields(ignore), ".git") {

@@ -54,7 +54,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		}
 		teams := make([]proxy.Team, len(teamRows))
 		for i, t := range teamRows {
-			teams[i] = proxy.Team{ID: t.ID, Limits: policy("team", t.ID,
+			teams[i] = proxy.Team{ID: t.ID, Name: t.Name, Limits: policy("team", t.ID,
 				teamLimitRow(t).limits())}
 		}
 		memberLimits := make(map[int64]limiter.Policy, len(limitRows))

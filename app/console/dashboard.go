@@ -1,0 +1,83 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/tollgate/tollgate/app/live"
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/views"
+)
+
+// The owners' dashboard: every member's live traffic, refusals and spend, the
+// team's budget and the last hour, pushed again every second over SSE.
+
+func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	v := viewerFrom(ctx)
+	figs, err := c.readTeamFigures(ctx, v.team.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	lt, ok := c.readLive(ctx, v.team.ID)
+	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard),
+		StreamURL: Prefix + "/dashboard/live", Live: dashboardLive(figs, lt, ok)}))
+}
+
+// streamDashboard pushes the dashboard's live part every StreamInterval.
+func (c *Console) streamDashboard(w http.ResponseWriter, r *http.Request) {
+	teamID := viewerFrom(r.Context()).team.ID
+	var figs teamFigures
+	c.stream(w, r, "dashboard", func(ctx context.Context) (templ.Component, error) {
+		if time.Since(figs.at) >= figuresRefresh {
+			var err error
+			if figs, err = c.readTeamFigures(ctx, teamID); err != nil {
+				return nil, err
+			}
+		}
+		lt, ok := c.readLive(ctx, teamID)
+		return views.DashboardLiveView(dashboardLive(figs, lt, ok)), nil
+	})
+}
+
+func dashboardLive(figs teamFigures, lt live.Team, ok bool) views.DashboardLive {
+	now := time.Now().UTC()
+	vm := views.DashboardLive{Updated: now.Format("15:04:05") + " UTC", Connected: ok,
+		Team: views.TeamSummary{Requests: count(lt.LastMinute.Requests, ok), Throttled: count(lt.LastMinute.Throttled, ok),
+			OverBudget: count(lt.LastMinute.OverBudget, ok), InFlight: count(lt.InFlight, ok),
+			Spend: figs.teamBudget(), LimitsURL: Prefix + "/team/limits"}}
+	for _, m := range figs.members {
+		lm := lt.Members[m.ID]
+		row := views.DashboardRow{ID: m.ID, Email: m.Email, URL: Prefix + "/members/" + strconv.FormatInt(m.ID, 10),
+			Requests: count(lm.LastMinute.Requests, ok), Throttled: count(lm.LastMinute.Throttled, ok),
+			OverBudget: count(lm.LastMinute.OverBudget, ok), Tokens: count(lm.LastMinute.Tokens, ok),
+			InFlight: count(lm.InFlight, ok), Spend: figs.memberBudget(m.ID), LastSeen: lastSeen(lm.LastSeen, now, ok)}
+		row.Status, row.StatusClass = memberState(m, row.Spend, lm)
+		vm.Rows = append(vm.Rows, row)
+	}
+	minutes := make([]views.ChartMinute, len(lt.Hour))
+	for i, m := range lt.Hour {
+		minutes[i] = views.ChartMinute{Start: m.Start, SpendMicros: m.SpendMicros, Throttled: m.Throttled}
+	}
+	vm.Chart = views.NewChart(minutes, store.FormatDollars)
+	return vm
+}
+
+// memberState is the dashboard's status badge: cut off, over budget,
+// throttled (429s in the last minute) or active.
+func memberState(m store.Member, b views.Budget, lm live.Member) (label, class string) {
+	switch {
+	case m.Status != store.StatusActive:
+		return "cut off", "disabled"
+	case b.Over:
+		return "over budget", "disabled"
+	case lm.LastMinute.Throttled > 0:
+		return "throttled", "grace"
+	}
+	return "active", "active"
+}

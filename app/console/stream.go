@@ -1,0 +1,105 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+)
+
+// maxStreams bounds the event streams one replica serves at once: each costs a
+// Redis read and a render every second.
+const maxStreams = 256
+
+// streamWriteTimeout bounds one event's write, so a client that stops reading
+// cannot hold the stream's goroutine.
+const streamWriteTimeout = 10 * time.Second
+
+// stream answers with Server-Sent Events: the component next renders, as event,
+// now and then every StreamInterval. It stops when the client leaves, when the
+// console shuts down (CloseStreams), or after StreamLifetime: the browser's
+// EventSource then reconnects through the session check, so a signed-out or
+// demoted owner stops receiving within that time.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request, event string, next func(context.Context) (templ.Component, error)) {
+	if c.streams.Add(1) > maxStreams {
+		c.streams.Add(-1)
+		w.Header().Set("Retry-After", "10")
+		c.failWith(w, r, http.StatusServiceUnavailable, "Busy", "Too many live views are open; try again shortly.")
+		return
+	}
+	defer c.streams.Add(-1)
+	ctx := r.Context()
+	first, err := renderEvent(ctx, event, next)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no") // no proxy buffering (nginx)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	// retry: reconnect 1s after the stream ends.
+	if !send(append([]byte("retry: 1000\n\n"), first...)) {
+		return
+	}
+	tick := time.NewTicker(c.streamInterval)
+	defer tick.Stop()
+	end := time.NewTimer(c.streamLifetime)
+	defer end.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.closing:
+			return
+		case <-end.C:
+			return
+		case <-tick.C:
+			b, err := renderEvent(ctx, event, next)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("console: event stream", "event", event, "err", err)
+				}
+				return
+			}
+			if !send(b) {
+				return
+			}
+		}
+	}
+}
+
+// renderEvent is one Server-Sent Event carrying the HTML next renders, one
+// data line per line of it.
+func renderEvent(ctx context.Context, event string, next func(context.Context) (templ.Component, error)) ([]byte, error) {
+	comp, err := next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var html bytes.Buffer
+	if err := comp.Render(ctx, &html); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("event: " + event + "\n")
+	for line := range strings.SplitSeq(strings.ReplaceAll(html.String(), "\r", ""), "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
+	return b.Bytes(), nil
+}
+
+// CloseStreams ends every open event stream, so that a graceful shutdown does
+// not wait on them; register it with http.Server.RegisterOnShutdown.
+func (c *Console) CloseStreams() { c.closeOnce.Do(func() { close(c.closing) }) }

@@ -1,0 +1,70 @@
+package observe
+
+import (
+	"log/slog"
+	"strconv"
+
+	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy"
+)
+
+// SecurityEvents is the proxy.Observer that reports the gateway's security
+// events: a refused credential (invalid, revoked, expired), a key used inside
+// its rotation grace, a limiter or budget refusal, a cut-off member's attempt,
+// a fail-closed admission, and an upstream refused as metadata or link-local.
+type SecurityEvents struct {
+	log      *slog.Logger
+	teamName func(int64) string
+}
+
+var _ proxy.Observer = (*SecurityEvents)(nil)
+
+// NewSecurityEvents logs through log (built on Handler, so bursts fold).
+func NewSecurityEvents(log *slog.Logger, teamName func(int64) string) *SecurityEvents {
+	return &SecurityEvents{log: log, teamName: teamName}
+}
+
+// Started does nothing.
+func (*SecurityEvents) Started(int64, int64) {}
+
+// The controls and outcomes the gateway reports, by Outcome.Refusal.
+var refusalEvents = map[string][2]string{
+	"invalid_key":                     {"api_key", "refused_invalid"},
+	"revoked":                         {"api_key", "refused_revoked"},
+	"expired":                         {"api_key", "refused_expired"},
+	"cut_off":                         {"member_cut_off", "refused"},
+	string(limiter.ReasonRate):        {"rate_limit", "refused"},
+	string(limiter.ReasonConcurrency): {"concurrency_limit", "refused"},
+	string(limiter.ReasonTPM):         {"token_limit", "refused"},
+	string(limiter.ReasonBudget):      {"budget", "refused"},
+	string(limiter.ReasonUnavailable): {"limiter", "failed_closed"},
+}
+
+// Finished reports the request's security events, if any.
+func (s *SecurityEvents) Finished(o proxy.Outcome) {
+	if ev, ok := refusalEvents[o.Refusal]; ok {
+		s.report(o, ev[0], ev[1])
+	}
+	if o.KeyInGrace {
+		s.report(o, "key_rotation", "used_in_grace")
+	}
+	if o.UpstreamError == "forbidden_address" {
+		s.report(o, "upstream_address_guard", "refused")
+	}
+}
+
+func (s *SecurityEvents) report(o proxy.Outcome, control, outcome string) {
+	attrs := make([]slog.Attr, 0, 8)
+	if o.TeamID != 0 {
+		attrs = append(attrs, slog.String("team", s.teamName(o.TeamID)), slog.String("member", strconv.FormatInt(o.MemberID, 10)),
+			slog.String("key_id", o.KeyID))
+	}
+	attrs = append(attrs, slog.String("request_id", o.RequestID), slog.String("address", o.ClientAddr))
+	if o.RoutePrefix != "" {
+		attrs = append(attrs, slog.String("route", o.RoutePrefix))
+	}
+	if o.CredentialFault != "" {
+		attrs = append(attrs, slog.String("credential_fault", o.CredentialFault))
+	}
+	Security(ctxOf(o), s.log, control, outcome, attrs...)
+}

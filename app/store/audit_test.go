@@ -1,0 +1,139 @@
+package store_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/app/store"
+)
+
+// auditedWriters are the Store methods that change state for the console or
+// the CLI, each with the audit actions one call records. A method that takes
+// an Actor is a writer; TestEveryWriterIsAudited fails until a new one is
+// listed here and checked below.
+var auditedWriters = map[string]string{
+	"CreateTeam":      "team.create",
+	"AddMember":       "member.add",
+	"SetMemberStatus": "member.status",
+	"SetMemberLimits": "member.limits",
+	"SetTeamLimits":   "team.limits",
+	"AddRoute":        "route.add",
+	"UpdateRoute":     "route.update",
+	"IssueKey":        "key.issue",
+	"RotateKey":       "key.issue, key.rotate",
+	"RevokeKey":       "key.revoke",
+	"SetPrice":        "price.set",
+	"CreateInvite":    "invite.create",
+	"CreateSetupLink": "setup.link",
+	// Writers whose actor is the link itself.
+	"CompleteSetup": "team.create, member.add, member.password",
+	"AcceptInvite":  "member.add, member.password",
+}
+
+func TestEveryWriterIsAudited(t *testing.T) {
+	t.Parallel()
+	actorType := reflect.TypeFor[store.Actor]()
+	st := reflect.TypeFor[*store.Store]()
+	for i := range st.NumMethod() {
+		m := st.Method(i)
+		takesActor := false
+		for j := range m.Type.NumIn() {
+			takesActor = takesActor || m.Type.In(j) == actorType
+		}
+		if _, listed := auditedWriters[m.Name]; takesActor && !listed {
+			t.Errorf("Store.%s takes an Actor but has no audit check in auditedWriters", m.Name)
+		}
+	}
+
+	f := setup(t)
+	ctx := t.Context()
+	checked := map[string]bool{}
+	// check runs one writer and compares the actions it audited, oldest first.
+	check := func(writer string, write func()) []store.AuditEntry {
+		t.Helper()
+		checked[writer] = true
+		entries := f.audited(t, write)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Action)
+			if e.Actor == "" || time.Since(e.At) > time.Minute {
+				t.Errorf("%s: audit row %+v has no actor or an old time", writer, e)
+			}
+		}
+		if want := auditedWriters[writer]; strings.Join(got, ", ") != want {
+			t.Errorf("%s audited %q, want %q", writer, got, want)
+		}
+		return entries
+	}
+	check("CreateTeam", func() { must(f.st.CreateTeam(ctx, actor, "gamma"))(t) })
+	var bob store.Member
+	check("AddMember", func() { bob = must(f.st.AddMember(ctx, actor, f.team.ID, "bob@example.com", store.RoleMember))(t) })
+	check("SetMemberStatus", func() { must(f.st.SetMemberStatus(ctx, actor, f.team.ID, bob.ID, store.StatusDisabled))(t) })
+	budget := int64(5_000_000)
+	limits := check("SetMemberLimits", func() {
+		must(f.st.SetMemberLimits(ctx, actor, f.team.ID, bob.ID, store.Limits{RateLimit: 60, RatePeriod: time.Minute,
+			Budget: &budget, BudgetPeriod: "monthly"}))(t)
+	})
+	if len(limits) == 1 && (!strings.Contains(string(limits[0].After), "5000000") || len(limits[0].Before) == 0) {
+		t.Errorf("member.limits row before %s after %s: want both, with the budget", limits[0].Before, limits[0].After)
+	}
+	check("SetTeamLimits", func() {
+		must(f.st.SetTeamLimits(ctx, actor, f.team.ID, store.Limits{Concurrency: 8, RatePeriod: time.Second}))(t)
+	})
+	var route store.Route
+	check("AddRoute", func() {
+		route = must(f.st.AddRoute(ctx, actor, store.RouteSpec{TeamID: f.team.ID, Preset: "openai", UpstreamURL: "http://127.0.0.1:1"}))(t)
+	})
+	updated := check("UpdateRoute", func() {
+		must(f.st.UpdateRoute(ctx, actor, route.ID, store.RouteSpec{TeamID: f.team.ID, Preset: "openai", UpstreamURL: "http://127.0.0.1:2"}))(t)
+	})
+	if len(updated) == 1 && (len(updated[0].Before) == 0 || !strings.Contains(string(updated[0].After), "127.0.0.1:2")) {
+		t.Errorf("route.update row before %s after %s", updated[0].Before, updated[0].After)
+	}
+	var key store.IssuedKey
+	check("IssueKey", func() { key = must(f.st.IssueKey(ctx, actor, f.team.ID, f.member.ID, "ci"))(t) })
+	var rotated store.IssuedKey
+	check("RotateKey", func() { rotated = must(f.st.RotateKey(ctx, actor, f.team.ID, key.ID, time.Hour))(t) })
+	check("RevokeKey", func() { must(f.st.RevokeKey(ctx, actor, f.team.ID, rotated.ID))(t) })
+	price := must(f.st.Price(ctx, "claude-sonnet-4-5"))(t)
+	price.OutputPerMTok++
+	check("SetPrice", func() { must(f.st.SetPrice(ctx, actor, price))(t) })
+	var invite string
+	check("CreateInvite", func() {
+		invite, _ = must2(f.st.CreateInvite(ctx, actor, f.team.ID, "cy@example.com", store.RoleMember))(t)
+	})
+	check("AcceptInvite", func() { must(f.st.AcceptInvite(ctx, invite, "a long enough password"))(t) })
+	var link string
+	check("CreateSetupLink", func() { link, _ = must2(f.st.CreateSetupLink(ctx, actor))(t) })
+	check("CompleteSetup", func() {
+		must(f.st.CompleteSetup(ctx, link, "delta", "owner@delta.example", "a long enough password"))(t)
+	})
+
+	for writer := range auditedWriters {
+		if !checked[writer] {
+			t.Errorf("%s is listed but not exercised", writer)
+		}
+	}
+	// Nothing an audit row carries is a secret: no key plaintext, no link token.
+	for _, e := range must(f.st.Audit(ctx, nil, 1000))(t) {
+		row := string(e.Before) + string(e.After) + e.Target
+		for _, secret := range []string{key.Plaintext, rotated.Plaintext, invite, link} {
+			if secret != "" && strings.Contains(row, secret) {
+				t.Errorf("audit row %s %s carries a secret", e.Action, e.Target)
+			}
+		}
+	}
+}
+
+// must2 is must for writers that return two values and an error.
+func must2[A, B any](a A, b B, err error) func(*testing.T) (A, B) {
+	return func(t *testing.T) (A, B) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}
+}
