@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/app/cli"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/ledger"
+	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
 )
 
@@ -115,6 +116,11 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 func TestReconcileCommand(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "monthly"})
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
 	var ids []string
 	for range 5 {
 		ids = append(ids, do(t, anthropicRequest(t, f.gw.URL, f.key, messagesBody)).header.Get(proxy.RequestIDHeader))
@@ -122,8 +128,9 @@ func TestReconcileCommand(t *testing.T) {
 	ledgerRow(t, f, ids[len(ids)-1])
 	run := func(args ...string) (string, error) {
 		var out strings.Builder
+		env := map[string]string{"DATABASE_URL": f.dbURL, "REDIS_URL": "redis://127.0.0.1:6379/0", "REDIS_KEY_PREFIX": f.redisPrefix}
 		err := cli.Run(context.Background(), args, cli.Env{Stdout: &out, Stderr: io.Discard,
-			Getenv: func(name string) string { return map[string]string{"DATABASE_URL": f.dbURL}[name] }})
+			Getenv: func(name string) string { return env[name] }})
 		return out.String(), err
 	}
 	out, err := run("admin", "usage", "--team", "acme")
@@ -137,7 +144,7 @@ func TestReconcileCommand(t *testing.T) {
 	_, err = dbtest.Pool(t, f.dbURL).Exec(context.Background(), "UPDATE ledger SET cost_micros = cost_micros - 1 WHERE request_id = $1", ids[2])
 	must(t, err)
 	out, err = run("admin", "reconcile", "--team", "acme", "--provider-log", records)
-	if err == nil || !strings.Contains(out, "mismatch: "+ids[2]) {
+	if err == nil || !strings.Contains(out, "mismatch: "+ids[2]) || !strings.Contains(out, "Redis counts") {
 		t.Fatalf("tampered ledger: %v\n%s", err, out)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/limiter"
 )
 
 const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machine-readable output)
@@ -43,13 +44,14 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
                  --input, --output and --max-output; --tier-threshold 0 removes the tier)
   list-prices    [--provider P] [--model PREFIX]
   usage          --team T [--member E] [--since 24h] [--limit 100]   (ledger: tokens by class, held and settled cost)
-  reconcile      --team T --provider-log FILE|URL [--since 24h]      (ledger vs the provider's usage log; exit 1 on any difference)`
+  reconcile      --team T [--provider-log FILE|URL] [--since 24h]    (ledger vs Redis spend counters and the provider's usage log; exit 1 on any difference)`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
 	ctx          context.Context
 	pool         *pgxpool.Pool
 	closeLimiter func()
+	lim          limiter.Limiter // set when REDIS_URL is
 	env          Env
 	cfg          config.Config
 	st           *store.Store
@@ -111,7 +113,7 @@ func (c *adminCmd) connect() error {
 		if err != nil {
 			return err
 		}
-		c.closeLimiter = closeLimiter
+		c.closeLimiter, c.lim = closeLimiter, lim
 		c.st = c.st.WithMirror(lim, log)
 	}
 	return nil

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/app/ledger"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 )
 
@@ -64,20 +66,32 @@ func usageReport(ctx context.Context, c *adminCmd, args []string) error {
 	})
 }
 
-// reconcile is `admin reconcile`: the ledger against the mock provider's own
-// usage log. Exits non-zero on any mismatch or orphan.
+// reconcile is `admin reconcile`: the ledger against the Redis spend counters
+// (when REDIS_URL is set) and against the mock provider's own usage log (with
+// --provider-log). Exits non-zero on any difference. Run it while the team is
+// idle: a request in flight is held, not yet spent, on both sides differently.
 func reconcile(ctx context.Context, c *adminCmd, args []string) error {
 	teamRef := c.flags.String("team", "", "team name or id")
 	source := c.flags.String("provider-log", "", "the provider's usage log: a mockprovider -log JSONL file, or its http://.../_mock/records URL")
 	since := c.flags.Duration("since", 24*time.Hour, "how far back")
-	if err := c.parse(args, "team", "provider-log"); err != nil {
-		return err
-	}
-	records, err := readProviderLog(ctx, *source)
-	if err != nil {
+	if err := c.parse(args, "team"); err != nil {
 		return err
 	}
 	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	counters, err := reconcileCounters(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	if *source == "" {
+		if c.lim == nil {
+			return usagef("admin reconcile: nothing to compare with: set REDIS_URL, give --provider-log, or both")
+		}
+		return c.finish(ledger.Report{Mismatches: counters})
+	}
+	records, err := readProviderLog(ctx, *source)
 	if err != nil {
 		return err
 	}
@@ -97,6 +111,12 @@ func reconcile(ctx context.Context, c *adminCmd, args []string) error {
 		}
 	}
 	rep := ledger.ReconcileProvider(rows, inWindow, prices)
+	rep.Mismatches = append(rep.Mismatches, counters...)
+	return c.finish(rep)
+}
+
+// finish prints a reconciliation and fails when it found anything.
+func (c *adminCmd) finish(rep ledger.Report) error {
 	if err := c.print(rep, func(w io.Writer) {
 		for _, m := range rep.Mismatches {
 			fmt.Fprintln(w, "mismatch:", m)
@@ -112,6 +132,69 @@ func reconcile(ctx context.Context, c *adminCmd, args []string) error {
 		return fmt.Errorf("the ledger does not reconcile: %d mismatches, %d orphans", len(rep.Mismatches), len(rep.Orphans))
 	}
 	return nil
+}
+
+// reconcileCounters compares, for every budget of the team and its members, the
+// spend Redis counts in the current period with the ledger's.
+func reconcileCounters(ctx context.Context, c *adminCmd, t store.Team) ([]string, error) {
+	r, ok := c.lim.(*limiter.Redis)
+	if !ok {
+		return nil, nil
+	}
+	now := time.Now()
+	type side struct {
+		redis  map[string]int64
+		team   int64
+		ledger map[int64]int64
+	}
+	periods := map[limiter.Period]*side{}
+	load := func(p limiter.Period) (*side, error) {
+		if s, ok := periods[p]; ok {
+			return s, nil
+		}
+		s := &side{}
+		var err error
+		if s.redis, s.team, err = r.Spent(ctx, strconv.FormatInt(t.ID, 10), p); err != nil {
+			return nil, err
+		}
+		if s.ledger, err = c.st.SpendSince(ctx, t.ID, store.PeriodStart(string(p), now)); err != nil {
+			return nil, err
+		}
+		periods[p] = s
+		return s, nil
+	}
+	var problems []string
+	members, err := c.st.Members(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range members {
+		l, err := c.st.MemberLimits(ctx, t.ID, m.ID)
+		if err != nil || l.Budget == nil {
+			continue
+		}
+		s, err := load(limiter.Period(l.BudgetPeriod))
+		if err != nil {
+			return nil, err
+		}
+		if got, want := s.redis[strconv.FormatInt(m.ID, 10)], s.ledger[m.ID]; got != want {
+			problems = append(problems, fmt.Sprintf("member %s: Redis counts %d µ$ this %s period, the ledger %d µ$", m.Email, got, l.BudgetPeriod, want))
+		}
+	}
+	if l, err := c.st.TeamLimits(ctx, t.ID); err == nil && l.Budget != nil {
+		s, err := load(limiter.Period(l.BudgetPeriod))
+		if err != nil {
+			return nil, err
+		}
+		var want int64
+		for _, v := range s.ledger {
+			want += v
+		}
+		if s.team != want {
+			problems = append(problems, fmt.Sprintf("team %s: Redis counts %d µ$ this %s period, the ledger %d µ$", t.Name, s.team, l.BudgetPeriod, want))
+		}
+	}
+	return problems, nil
 }
 
 func readProviderLog(ctx context.Context, source string) ([]mock.Record, error) {
