@@ -42,7 +42,7 @@ vet: ## go vet
 bench: ## Go benchmarks (admission cost vs a bare Redis PING, and the rest)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-loadtest: ## every load scenario on loopback (~15 min); tables printed, JSON under loadtest/results/
+loadtest: ## every load scenario on loopback (~10 min); tables printed, JSON under loadtest/results/
 	$(GO) run ./loadtest
 
 loadtest-quick: ## every load scenario with short durations, a smoke run (~3 min)

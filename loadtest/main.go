@@ -6,8 +6,10 @@
 // Every scenario starts what it needs (its own database, Redis prefix, mock
 // provider, gateway processes and, for the comparisons, a bare ReverseProxy and
 // nginx when installed), runs for a bounded time and stops everything it
-// started by PID. `go run ./loadtest bareproxy ...` is that bare proxy, which
-// the harness starts as a process of its own.
+// started by PID. Two hidden subcommands are processes the harness starts from
+// its own binary: `bareproxy` (the bare proxy) and `profiledserve` (tollgate
+// serve with net/http/pprof beside it, used for CPU and heap profiles while the
+// gateway has no /debug/pprof of its own).
 package main
 
 import (

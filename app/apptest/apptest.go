@@ -33,23 +33,7 @@ type Replica struct {
 // from the process environment.
 func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
 	t.Helper()
-	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s"}
-	for k, v := range env {
-		vars[k] = v
-	}
-	getenv := func(name string) string { return vars[name] }
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		t.Fatalf("apptest: config: %v", err)
-	}
-	logs := &SyncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, getenv, log)
-	if err != nil {
-		cancel()
-		t.Fatalf("apptest: %v", err)
-	}
+	a, logs, ctx, cancel := boot(t, databaseURL, env)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
@@ -77,6 +61,31 @@ func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
 		a.Close()
 	})
 	return &Replica{URL: "http://" + ln.Addr().String(), App: a, Logs: logs, Stop: stop}
+}
+
+// boot builds a replica's app the way every starter here does: configuration
+// from env only (DRAIN_DELAY 0s unless env sets it), logs captured in memory.
+// The context it returns ends the replica's Serve when cancelled.
+func boot(t testing.TB, databaseURL string, env map[string]string, opts ...app.Option) (*app.App, *SyncBuffer, context.Context, context.CancelFunc) {
+	t.Helper()
+	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s"}
+	for k, v := range env {
+		vars[k] = v
+	}
+	getenv := func(name string) string { return vars[name] }
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		t.Fatalf("apptest: config: %v", err)
+	}
+	logs := &SyncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, getenv, log, opts...)
+	if err != nil {
+		cancel()
+		t.Fatalf("apptest: %v", err)
+	}
+	return a, logs, ctx, cancel
 }
 
 // SyncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tollgate/tollgate/app"
-	"github.com/tollgate/tollgate/app/config"
 )
 
 // Observed is a replica with its admin listener and every span it made.
@@ -37,25 +35,9 @@ type Observed struct {
 // unless env sets it.
 func StartObserved(t testing.TB, databaseURL string, env map[string]string) *Observed {
 	t.Helper()
-	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s"}
-	for k, v := range env {
-		vars[k] = v
-	}
-	getenv := func(name string) string { return vars[name] }
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		t.Fatalf("apptest: config: %v", err)
-	}
-	logs := &SyncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, getenv, log, app.WithTracerProvider(tp))
-	if err != nil {
-		cancel()
-		t.Fatalf("apptest: %v", err)
-	}
+	a, logs, ctx, cancel := boot(t, databaseURL, env, app.WithTracerProvider(tp))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()

@@ -11,33 +11,17 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/app/cli"
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/limiter/redistest"
 )
 
-// syncBuffer is a bytes.Buffer safe to write from the server's goroutine while
-// the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer takes the server goroutine's writes while the test reads.
+type syncBuffer = apptest.SyncBuffer
 
 // tool runs commands against one database schema with a map-backed environment.
 type tool struct {
