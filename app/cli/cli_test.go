@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/app/cli"
 	"github.com/tollgate/tollgate/app/apptest"
+	"github.com/tollgate/tollgate/app/cli"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/limiter/redistest"
 )
