@@ -106,6 +106,7 @@ func New(opts Options) *Gateway {
 		Rewrite:        rewrite,
 		Transport:      opts.Transport,
 		ModifyResponse: g.modifyResponse,
+		BufferPool:     newCopyBuffers(),
 		ErrorHandler:   g.upstreamError,
 		ErrorLog:       slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
