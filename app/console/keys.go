@@ -34,27 +34,29 @@ func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request) {
-	form, err := readForm(w, r, "confirm")
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	k, m, err := c.visibleKey(r)
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	if form.Get("confirm") != "yes" {
-		c.confirmKey(w, r, "Rotate key "+k.ID+"?", "You get a new key, shown once. The old key keeps working until "+
-			formatTime(time.Now().Add(c.grace))+", then it is refused.", "Rotate")
-		return
-	}
-	v := viewerFrom(r.Context())
-	issued, err := c.st.RotateKey(r.Context(), v.actor(), v.team.ID, k.ID, c.grace)
-	c.afterKeyChange(w, r, m, &issued, err)
+	c.confirmedKeyAction(w, r, func(k store.Key) (string, string, string) {
+		return "Rotate key " + k.ID + "?", "You get a new key, shown once. The old key keeps working until " +
+			formatTime(time.Now().Add(c.grace)) + ", then it is refused.", "Rotate"
+	}, func(v *viewer, k store.Key) (*store.IssuedKey, error) {
+		issued, err := c.st.RotateKey(r.Context(), v.actor(), v.team.ID, k.ID, c.grace)
+		return &issued, err
+	})
 }
 
 func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request) {
+	c.confirmedKeyAction(w, r, func(k store.Key) (string, string, string) {
+		return "Revoke key " + k.ID + "?", "Calls with this key are refused at once. This cannot be undone.", "Revoke"
+	}, func(v *viewer, k store.Key) (*store.IssuedKey, error) {
+		_, err := c.st.RevokeKey(r.Context(), v.actor(), v.team.ID, k.ID)
+		return nil, err
+	})
+}
+
+// confirmedKeyAction is what rotate and revoke share: read the one-field form,
+// find a key the viewer may act on, ask for confirmation (the page works without
+// JavaScript), then act and re-render.
+func (c *Console) confirmedKeyAction(w http.ResponseWriter, r *http.Request, confirm func(store.Key) (title, body, button string),
+	act func(*viewer, store.Key) (*store.IssuedKey, error)) {
 	form, err := readForm(w, r, "confirm")
 	if err != nil {
 		c.fail(w, r, err)
@@ -66,12 +68,12 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if form.Get("confirm") != "yes" {
-		c.confirmKey(w, r, "Revoke key "+k.ID+"?", "Calls with this key are refused at once. This cannot be undone.", "Revoke")
+		title, body, button := confirm(k)
+		c.confirmKey(w, r, title, body, button)
 		return
 	}
-	v := viewerFrom(r.Context())
-	_, err = c.st.RevokeKey(r.Context(), v.actor(), v.team.ID, k.ID)
-	c.afterKeyChange(w, r, m, nil, err)
+	issued, err := act(viewerFrom(r.Context()), k)
+	c.afterKeyChange(w, r, m, issued, err)
 }
 
 // visibleKey finds the {id} key of the path if the viewer may act on it, with
