@@ -29,6 +29,7 @@ import (
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/migrations"
 	"github.com/tollgate/tollgate/proxy"
+	"github.com/tollgate/tollgate/proxy/breaker"
 )
 
 // App is one gateway replica.
@@ -61,6 +62,12 @@ type Option func(*options)
 
 type options struct {
 	tracerProvider trace.TracerProvider
+	resilience     proxy.ResilienceOptions
+}
+
+// WithResilience tunes breakers, ejection, retries and probes (tests shorten them).
+func WithResilience(r proxy.ResilienceOptions) Option {
+	return func(o *options) { o.resilience = r }
 }
 
 // WithTracerProvider traces every request through tp, whatever the OTEL_*
@@ -120,21 +127,31 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		a.Close()
 		return nil, err
 	}
-	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: cfg.UpstreamFirstByteTimeout}), lim)
+	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: offIsNegative(cfg.UpstreamFirstByteTimeout)}), lim)
 	a.gateway = proxy.New(proxy.Options{
 		Snapshots:         snaps,
 		Getenv:            getenv,
 		Logger:            log,
-		MaxBodyBytes:      cfg.MaxRequestBodyBytes,
+		MaxBodyBytes:      offIsNegative(cfg.MaxRequestBodyBytes),
+		BodyReadTimeout:   cfg.BodyReadTimeout,
 		MaxHeaderBytes:    cfg.MaxRequestHeaderBytes,
-		StreamIdleTimeout: cfg.StreamIdleTimeout,
+		StreamIdleTimeout: offIsNegative(cfg.StreamIdleTimeout),
+		RequestTimeout:    cfg.RequestTimeout,
+		MaxResponseBytes:  cfg.MaxResponseBytes,
+		MaxStreamBytes:    cfg.MaxStreamBytes,
+		MaxInFlight:       cfg.MaxInFlight,
+		MemberMaxInFlight: cfg.MemberMaxInFlight,
+		MemberQueueDepth:  cfg.MemberQueueDepth,
+		MemberQueueWait:   cfg.MemberQueueWait,
 		Transport:         transport,
 		Limiter:           gatewayLimiter,
 		Lease:             cfg.ConcurrencyLease,
 		Ledger:            lw,
 		Rebuild:           a.teamState,
-		MaxInflatedBytes:  cfg.MaxInflatedBodyBytes,
+		MaxInflatedBytes:  offIsNegative(cfg.MaxInflatedBodyBytes),
 		Observers:         append(observers, a.live),
+		Resilience:        o.resilience,
+		UpstreamObservers: []proxy.UpstreamObserver{m, upstreamLog{log}},
 	})
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
 		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live})
@@ -177,6 +194,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	runCtx, stopSnapshots := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSnapshots()
 	go a.Snapshots.Run(runCtx)
+	go a.gateway.RunHealthProbes(runCtx)
 	// The ledger outlives the listener: requests drained at shutdown still settle,
 	// and its final flush runs once they have.
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
@@ -269,4 +287,36 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// offIsNegative maps config's "0 switches it off" to the proxy's "negative
+// switches it off, zero takes the default".
+func offIsNegative[T int64 | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// upstreamLog logs what the resilience machinery does: an operator reading the
+// logs of an outage sees the breakers trip and close.
+type upstreamLog struct{ log *slog.Logger }
+
+func (u upstreamLog) BreakerChanged(upstream, credentialEnv string, from, to breaker.State) {
+	level := slog.LevelWarn
+	if to == breaker.Closed {
+		level = slog.LevelInfo
+	}
+	u.log.Log(context.Background(), level, "upstream circuit breaker "+to.String(), "upstream", upstream,
+		"credential_env", credentialEnv, "from", from.String())
+}
+
+func (u upstreamLog) Ejected(upstream, credentialEnv string, ejectFor time.Duration) {
+	u.log.Warn("upstream target ejected after consecutive failures", "upstream", upstream, "credential_env", credentialEnv, "for", ejectFor)
+}
+
+func (upstreamLog) Retried(string, string) {}
+
+func (u upstreamLog) RetryBudgetExhausted(route string) {
+	u.log.Warn("retry budget exhausted: failing upstream requests are not retried", "route", route)
 }

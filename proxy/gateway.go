@@ -11,11 +11,12 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/http/httputil"
-	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,15 +33,37 @@ type Options struct {
 	// environment. Defaults to os.Getenv via the caller.
 	Getenv func(string) string
 	Logger *slog.Logger
-	// MaxBodyBytes bounds the request body on the wire (default 8 MiB).
+	// MaxBodyBytes bounds the request body on the wire (default 8 MiB; negative: off).
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds reading the request body, so a client dribbling its
+	// body cannot hold a slot forever (0: off).
+	BodyReadTimeout time.Duration
 	// MaxHeaderBytes bounds the request headers (default 64 KiB); larger gets a
 	// provider-shaped 431 instead of Go's plain-text one.
 	MaxHeaderBytes int
 	// StreamIdleTimeout ends a response whose upstream sends nothing for this long
-	// (default 2m). There is deliberately no whole-request timeout: a healthy
-	// stream may run for many minutes.
+	// (default 2m; negative: off).
 	StreamIdleTimeout time.Duration
+	// RequestTimeout is the ceiling on one request from admission to its last
+	// byte (0: off). It is far above the idle timeout: a healthy stream may run
+	// for many minutes, but not for ever.
+	RequestTimeout time.Duration
+	// MaxResponseBytes bounds a non-streamed upstream response, MaxStreamBytes a
+	// streamed one (0: off): the gateway must not become an amplifier.
+	MaxResponseBytes int64
+	MaxStreamBytes   int64
+	// MaxInFlight sheds requests past this many being served at once with 503
+	// (0: off).
+	MaxInFlight int
+	// MemberMaxInFlight bounds one member's requests in flight on this replica;
+	// up to MemberQueueDepth more wait up to MemberQueueWait for a slot (0: off).
+	MemberMaxInFlight int
+	MemberQueueDepth  int
+	MemberQueueWait   time.Duration
+	// Resilience tunes breakers, ejection, retries and health probes.
+	Resilience ResilienceOptions
+	// UpstreamObservers learn of breaker transitions, ejections and retries.
+	UpstreamObservers []UpstreamObserver
 	// Transport carries upstream requests (default NewTransport(TransportOptions{})).
 	Transport http.RoundTripper
 	// Now is the clock for key expiry (default time.Now).
@@ -57,7 +80,8 @@ type Options struct {
 	// Rebuild computes a team's spend from the durable ledger when Redis has lost
 	// its counters (default: none, the request fails with 503).
 	Rebuild func(ctx context.Context, teamID int64) (limiter.TeamState, error)
-	// MaxInflatedBytes bounds a compressed body once inflated for estimation (default 32 MiB).
+	// MaxInflatedBytes bounds a compressed body once inflated for estimation
+	// (default 32 MiB; negative: off).
 	MaxInflatedBytes int64
 	// Observers learn of every request (metrics, live dashboard, access log).
 	Observers []Observer
@@ -65,8 +89,11 @@ type Options struct {
 
 // Gateway is the http.Handler for every provider route.
 type Gateway struct {
-	opts  Options
-	proxy *httputil.ReverseProxy
+	opts     Options
+	proxy    *httputil.ReverseProxy
+	balancer *balancer
+	inFlight inFlightCap
+	members  *memberGates
 }
 
 // New builds a Gateway.
@@ -101,10 +128,16 @@ func New(opts Options) *Gateway {
 	if opts.MaxInflatedBytes == 0 {
 		opts.MaxInflatedBytes = 32 << 20
 	}
-	g := &Gateway{opts: opts}
+	if opts.MaxInflatedBytes < 0 {
+		opts.MaxInflatedBytes = math.MaxInt64
+	}
+	g := &Gateway{opts: opts, inFlight: inFlightCap{limit: int64(opts.MaxInFlight)},
+		members: newMemberGates(opts.MemberMaxInFlight, opts.MemberQueueDepth, opts.MemberQueueWait)}
+	g.balancer = &balancer{next: opts.Transport, getenv: opts.Getenv,
+		ups: newUpstreams(opts.Resilience, opts.Now, opts.UpstreamObservers)}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        rewrite,
-		Transport:      opts.Transport,
+		Transport:      g.balancer,
 		ModifyResponse: g.modifyResponse,
 		BufferPool:     newCopyBuffers(),
 		ErrorHandler:   g.upstreamError,
@@ -125,7 +158,7 @@ type target struct {
 	key        Key
 	route      Route
 	rest       string // escaped path below the route prefix
-	credential string
+	credential string // the attempt's target's, set by the balancer
 	meter      meter
 	cancel     context.CancelCauseFunc
 
@@ -163,6 +196,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		WriteError(w, d, err)
 	}
 
+	if !g.inFlight.enter() {
+		w.Header().Set("Retry-After", "1")
+		refuse(dialect, "shed", &Error{Kind: KindUnavailable, Message: "the gateway is at its limit of " +
+			strconv.FormatInt(g.inFlight.limit, 10) + " requests in flight (MAX_IN_FLIGHT); retry shortly"})
+		return
+	}
+	defer g.inFlight.leave()
 	if err := checkRequestShape(r, g.opts.MaxHeaderBytes); err != nil {
 		refuse(dialect, "bad_request", err)
 		return
@@ -185,19 +225,18 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	}
 	o.RouteID, o.RoutePrefix = route.ID, route.Prefix
 	dialect = route.Dialect
-	credential := ""
-	if route.CredentialHeader != "" {
-		secret := ""
-		if CredentialEnvAllowed(route.CredentialEnv) {
-			secret = g.opts.Getenv(route.CredentialEnv)
-		}
-		if secret == "" {
-			log.Error("provider credential missing", "route", route.Prefix, "env", route.CredentialEnv)
-			refuse(dialect, "no_credential", &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + route.CredentialEnv})
-			return
-		}
-		credential = strings.Replace(route.CredentialFormat, "{}", secret, 1)
+	if missing := g.missingCredential(route); missing != "" {
+		log.Error("provider credential missing", "route", route.Prefix, "env", missing)
+		refuse(dialect, "no_credential", &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + missing})
+		return
 	}
+	release, gateErr := g.members.enter(r.Context(), key.MemberID)
+	if gateErr != nil {
+		w.Header().Set("Retry-After", "1")
+		refuse(dialect, gateErr.code, gateErr)
+		return
+	}
+	defer release()
 	if err := g.readBody(w, r); err != nil {
 		refuse(dialect, "bad_body", err)
 		return
@@ -213,8 +252,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		refuse(dialect, "ledger_unavailable", &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
 		return
 	}
-	t := &target{requestID: requestID, start: time.Now().UTC(), log: log, key: key, route: route, rest: rest,
-		credential: credential, meter: m}
+	t := &target{requestID: requestID, start: time.Now().UTC(), log: log, key: key, route: route, rest: rest, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
 	o.BudgetRemaining = dec.BudgetRemaining
@@ -243,8 +281,28 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	t.cancel = cancel
+	if g.opts.RequestTimeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, g.opts.RequestTimeout, errRequestCeiling)
+		defer stop()
+	}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { t.sent.Store(true) }})
 	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, t)))
+}
+
+// RunHealthProbes probes the targets of routes that have a health path every
+// ProbeInterval until ctx ends.
+func (g *Gateway) RunHealthProbes(ctx context.Context) {
+	ticker := time.NewTicker(g.balancer.ups.opts.ProbeInterval)
+	defer ticker.Stop()
+	for {
+		g.balancer.probe(ctx, g.opts.Snapshots.Current(), g.opts.Logger)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }
 
 // checkRequestShape refuses what must never be forwarded whatever the key.
@@ -285,14 +343,29 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	tooLarge := &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(g.opts.MaxBodyBytes, 10) + " bytes"}
-	if r.ContentLength > g.opts.MaxBodyBytes {
+	limit := g.opts.MaxBodyBytes
+	if limit < 0 {
+		limit = math.MaxInt64
+	}
+	tooLarge := &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(limit, 10) + " bytes (MAX_REQUEST_BODY_BYTES)"}
+	if r.ContentLength > limit {
 		return tooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	if g.opts.BodyReadTimeout > 0 {
+		rc := http.NewResponseController(w)
+		// Without support the server's own timeouts still apply; nothing to undo.
+		if rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout)) == nil {
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return tooLarge
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &Error{Kind: KindTimeout, Status: http.StatusRequestTimeout, Message: "the request body did not arrive within " +
+				g.opts.BodyReadTimeout.String() + " (BODY_READ_TIMEOUT)"}
 		}
 		return &Error{Kind: KindInvalidRequest, Message: "could not read the request body"}
 	}
@@ -306,30 +379,31 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
 // Headers that may carry a caller's credential; none of them goes upstream.
 var callerCredentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
 
+// rewrite prepares what every attempt shares; the balancer aims each attempt
+// at a target and adds that target's credential.
 func rewrite(pr *httputil.ProxyRequest) {
 	t := pr.In.Context().Value(targetKey{}).(*target)
-	up := t.route.Upstream
 	out := pr.Out
-	out.URL.Scheme = up.Scheme
-	out.URL.Host = up.Host
-	rawPath := strings.TrimSuffix(up.EscapedPath(), "/") + t.rest
-	if rawPath == "" {
-		rawPath = "/"
-	}
-	// Forward the path exactly as received: setting RawPath alongside its decoded
-	// form keeps %2F and %20 as the caller wrote them.
-	out.URL.RawPath = rawPath
-	out.URL.Path, _ = url.PathUnescape(rawPath)
 	out.URL.RawQuery = pr.In.URL.RawQuery
-	out.Host = ""
 	for _, h := range callerCredentialHeaders {
 		out.Header.Del(h)
 	}
-	if t.route.CredentialHeader != "" {
-		out.Header.Set(t.route.CredentialHeader, t.credential)
-	}
 	// The upstream's own log can then be reconciled with the ledger row by row.
 	out.Header.Set(RequestIDHeader, t.requestID)
+}
+
+// missingCredential names the credential variable the route needs and lacks:
+// "" when the route injects none or at least one target's is set.
+func (g *Gateway) missingCredential(route Route) string {
+	if route.CredentialHeader == "" {
+		return ""
+	}
+	for _, tg := range route.Targets {
+		if CredentialEnvAllowed(tg.CredentialEnv) && g.opts.Getenv(tg.CredentialEnv) != "" {
+			return ""
+		}
+	}
+	return route.Targets[0].CredentialEnv
 }
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {
@@ -345,12 +419,33 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 			}
 		}
 	}
+	streamed := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	limit := g.opts.MaxResponseBytes
+	if streamed {
+		limit = g.opts.MaxStreamBytes
+	}
+	if limit > 0 && resp.ContentLength > limit {
+		return &responseTooLarge{limit: limit, streamed: streamed}
+	}
 	if t.meter.priced {
 		t.tap = usage.NewTap(t.meter.kind, resp.Header.Get("Content-Type"), resp.Body)
 		resp.Body = t.tap
 	}
-	resp.Body = newIdleBody(resp.Body, g.opts.StreamIdleTimeout, t.cancel)
+	resp.Body = newWatchedBody(resp.Body, g.opts.StreamIdleTimeout, limit, streamed, t.cancel)
 	return nil
+}
+
+// responseTooLarge ends a response past MaxResponseBytes or MaxStreamBytes.
+type responseTooLarge struct {
+	limit    int64
+	streamed bool
+}
+
+func (e *responseTooLarge) Error() string {
+	if e.streamed {
+		return "the upstream's stream exceeded " + strconv.FormatInt(e.limit, 10) + " bytes (MAX_STREAM_BYTES)"
+	}
+	return "the upstream's response exceeds " + strconv.FormatInt(e.limit, 10) + " bytes (MAX_RESPONSE_BYTES)"
 }
 
 var errStreamIdle = errors.New("upstream sent nothing within the stream idle timeout")
@@ -358,7 +453,7 @@ var errStreamIdle = errors.New("upstream sent nothing within the stream idle tim
 func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	t := r.Context().Value(targetKey{}).(*target)
 	log := g.opts.Logger.With("request_id", t.requestID, "route", t.route.Prefix)
-	if r.Context().Err() != nil && context.Cause(r.Context()) != errStreamIdle {
+	if cause := context.Cause(r.Context()); r.Context().Err() != nil && cause != errStreamIdle && cause != errRequestCeiling {
 		t.failed = "client_gone"
 		log.Info("client went away before the upstream answered")
 		return
@@ -366,6 +461,18 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	var e *Error
 	var netErr net.Error
 	switch {
+	case errors.As(err, new(*errNoTarget)):
+		noTarget, _ := errors.AsType[*errNoTarget](err)
+		t.failed = "circuit_open"
+		setRetryHeaders(w.Header(), noTarget.retryIn)
+		e = &Error{Kind: KindUnavailable, Message: "the upstream is failing, so the gateway is not sending it traffic for now; retry after " +
+			strconv.FormatInt(ceilSeconds(noTarget.retryIn), 10) + "s"}
+	case errors.As(err, new(*responseTooLarge)):
+		t.failed = "response_too_large"
+		e = &Error{Kind: KindUpstream, Message: err.Error()}
+	case context.Cause(r.Context()) == errRequestCeiling:
+		t.failed = "request_timeout"
+		e = &Error{Kind: KindTimeout, Message: "the request exceeded the gateway's overall time limit (REQUEST_TIMEOUT)"}
 	case errors.Is(err, ErrForbiddenAddress):
 		t.failed = "forbidden_address"
 		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}

@@ -32,8 +32,8 @@ func newTestGateway(t *testing.T, upstream string, opts Options) (gatewayURL, ke
 		[]Team{{ID: 1}},
 		[]Key{{ID: g.ID, TeamID: 1, MemberID: 1, SecretHash: g.SecretHash}},
 		[]Member{{ID: 1, TeamID: 1}},
-		[]Route{{ID: 1, TeamID: 1, Prefix: "/p", Upstream: u, Dialect: DialectAnthropic,
-			CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY", CredentialFormat: "{}"}},
+		[]Route{{ID: 1, TeamID: 1, Prefix: "/p", Targets: []Target{NewTarget(u, "ANTHROPIC_API_KEY")}, Dialect: DialectAnthropic,
+			CredentialHeader: "x-api-key", CredentialFormat: "{}"}},
 		nil, time.Now())
 	opts.Snapshots = staticSource{snap}
 	opts.Getenv = func(string) string { return "provider-secret" }

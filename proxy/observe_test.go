@@ -47,8 +47,8 @@ func TestOutcomeTellsTheOperatorWhatTheCallerIsNotTold(t *testing.T) {
 			{ID: revoked.ID, TeamID: 1, MemberID: 1, SecretHash: revoked.SecretHash, Revoked: true},
 			{ID: rotated.ID, TeamID: 1, MemberID: 1, SecretHash: rotated.SecretHash, ExpiresAt: time.Now().Add(time.Hour)}},
 		[]Member{{ID: 1, TeamID: 1}},
-		[]Route{{ID: 1, TeamID: 1, Prefix: "/p", Upstream: u, Dialect: DialectGeneric},
-			{ID: 2, TeamID: 1, Prefix: "/meta", Upstream: metadata, Dialect: DialectGeneric}},
+		[]Route{{ID: 1, TeamID: 1, Prefix: "/p", Targets: []Target{NewTarget(u, "")}, Dialect: DialectGeneric},
+			{ID: 2, TeamID: 1, Prefix: "/meta", Targets: []Target{NewTarget(metadata, "")}, Dialect: DialectGeneric}},
 		nil, time.Now())
 	rec := &recorder{}
 	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "" }, Observers: []Observer{rec}}))

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -58,17 +57,22 @@ const (
 	DialectGeneric   Dialect = "generic"
 )
 
-// Route maps a path prefix of one team to an upstream.
+// Route maps a path prefix of one team to its upstream targets.
 type Route struct {
-	ID               int64
-	TeamID           int64
-	Prefix           string // "/anthropic": matched on whole path segments
-	Upstream         *url.URL
+	ID     int64
+	TeamID int64
+	Prefix string // "/anthropic": matched on whole path segments
+	// Targets are the upstreams it spreads over; the first is the route's own,
+	// whose path decides which endpoint a request reaches. At most MaxTargets.
+	Targets          []Target
 	Dialect          Dialect
 	CredentialHeader string // header to inject, e.g. x-api-key; "" injects nothing
-	CredentialEnv    string // gateway environment variable holding the credential
 	CredentialFormat string // e.g. "Bearer {}"
 	FailOpen         bool
+	// MaxAttempts bounds the attempts of an idempotent request (1: no retry).
+	MaxAttempts int
+	// HealthPath is GET on each target by the active health probes; "" for none.
+	HealthPath string
 }
 
 // NewSnapshot indexes teams, keys, members and routes.
@@ -91,6 +95,11 @@ func NewSnapshot(teams []Team, keys []Key, members []Member, routes []Route, pri
 		s.members[m.ID] = m
 	}
 	for _, r := range routes {
+		if len(r.Targets) == 0 {
+			continue
+		}
+		r.Targets = r.Targets[:min(len(r.Targets), MaxTargets)]
+		r.MaxAttempts = max(r.MaxAttempts, 1)
 		s.routes[r.TeamID] = append(s.routes[r.TeamID], r)
 	}
 	for _, rs := range s.routes {
@@ -129,6 +138,15 @@ func (s *Snapshot) MatchRoute(teamID int64, escapedPath string) (Route, string, 
 		}
 	}
 	return Route{}, "", false
+}
+
+// allRoutes lists every team's routes, for the health probes.
+func (s *Snapshot) allRoutes() []Route {
+	var out []Route
+	for _, rs := range s.routes {
+		out = append(out, rs...)
+	}
+	return out
 }
 
 // Source hands out the current snapshot; implementations swap it atomically.

@@ -39,7 +39,7 @@ func (g *Gateway) meterRequest(r *http.Request, route Route, rest string, snap *
 	if !m.paid {
 		return m, nil
 	}
-	upstreamPath := strings.TrimSuffix(route.Upstream.EscapedPath(), "/") + rest
+	upstreamPath := strings.TrimSuffix(route.Targets[0].Upstream.EscapedPath(), "/") + rest
 	m.kind = usage.KindFor(string(route.Dialect), r.Method, upstreamPath)
 	kind, ok := estimateKinds[m.kind]
 	if !ok {

@@ -12,7 +12,8 @@ import (
 // TransportOptions tune the upstream connection pool.
 type TransportOptions struct {
 	// FirstByteTimeout bounds the wait for the upstream's response headers
-	// (default 10m: a non-streamed completion sends its headers only when done).
+	// (default 10m: a non-streamed completion sends its headers only when done;
+	// negative: off).
 	FirstByteTimeout time.Duration
 	// MaxIdleConnsPerHost keeps warm connections to each upstream (default 256).
 	MaxIdleConnsPerHost int
@@ -25,6 +26,7 @@ func NewTransport(o TransportOptions) *http.Transport {
 	if o.FirstByteTimeout == 0 {
 		o.FirstByteTimeout = 10 * time.Minute
 	}
+	o.FirstByteTimeout = max(o.FirstByteTimeout, 0)
 	if o.MaxIdleConnsPerHost == 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
@@ -41,32 +43,49 @@ func NewTransport(o TransportOptions) *http.Transport {
 	}
 }
 
-// idleBody cancels the upstream request when no bytes arrive for the idle
-// timeout, so a stalled stream ends instead of holding resources forever, while a
-// stream that keeps sending may last as long as it likes.
-type idleBody struct {
+// watchedBody cancels the upstream request when no bytes arrive for the idle
+// timeout, so a stalled stream ends instead of holding resources forever while
+// a stream that keeps sending may last as long as it likes; and it ends a
+// response that grows past its size limit.
+type watchedBody struct {
 	io.ReadCloser
-	timeout time.Duration
-	timer   *time.Timer
-	once    sync.Once
+	timeout  time.Duration
+	timer    *time.Timer
+	once     sync.Once
+	limit    int64 // 0: none
+	read     int64
+	streamed bool
+	cancel   context.CancelCauseFunc
 }
 
-func newIdleBody(body io.ReadCloser, timeout time.Duration, cancel context.CancelCauseFunc) io.ReadCloser {
-	b := &idleBody{ReadCloser: body, timeout: timeout}
-	b.timer = time.AfterFunc(timeout, func() { cancel(errStreamIdle) })
+func newWatchedBody(body io.ReadCloser, idle time.Duration, limit int64, streamed bool, cancel context.CancelCauseFunc) io.ReadCloser {
+	b := &watchedBody{ReadCloser: body, timeout: idle, limit: limit, streamed: streamed, cancel: cancel}
+	if idle > 0 {
+		b.timer = time.AfterFunc(idle, func() { cancel(errStreamIdle) })
+	}
 	return b
 }
 
-func (b *idleBody) Read(p []byte) (int, error) {
+func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
+	if n > 0 && b.timer != nil {
 		b.timer.Reset(b.timeout)
+	}
+	b.read += int64(n)
+	if b.limit > 0 && b.read > b.limit {
+		tooLarge := &responseTooLarge{limit: b.limit, streamed: b.streamed}
+		b.cancel(tooLarge)
+		return 0, tooLarge
 	}
 	return n, err
 }
 
-func (b *idleBody) Close() error {
-	b.once.Do(func() { b.timer.Stop() })
+func (b *watchedBody) Close() error {
+	b.once.Do(func() {
+		if b.timer != nil {
+			b.timer.Stop()
+		}
+	})
 	return b.ReadCloser.Close()
 }
 

@@ -22,3 +22,25 @@ UPDATE route SET prefix = @prefix, upstream_url = @upstream_url, dialect = @dial
     credential_format = @credential_format, fail_mode = @fail_mode
 WHERE team_id = @team_id AND id = @id
 RETURNING *;
+
+-- name: RouteTargetAdd :one
+INSERT INTO route_target (team_id, route_id, upstream_url, credential_env)
+VALUES (@team_id, @route_id, @upstream_url, @credential_env)
+RETURNING *;
+
+-- name: RouteTargetRemove :one
+DELETE FROM route_target
+WHERE team_id = @team_id AND route_id = @route_id AND upstream_url = @upstream_url AND credential_env = @credential_env
+RETURNING *;
+
+-- name: RouteTargetList :many
+SELECT * FROM route_target WHERE team_id = @team_id ORDER BY route_id, id;
+
+-- name: RouteTargetListAll :many
+-- For the config snapshot.
+SELECT * FROM route_target ORDER BY route_id, id;
+
+-- name: RouteSetResilience :one
+UPDATE route SET max_attempts = @max_attempts, health_path = @health_path
+WHERE team_id = @team_id AND id = @id
+RETURNING *;

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,6 +28,11 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   add-route      --team T [--preset anthropic|openai] [--prefix /p] [--upstream URL]
                  [--dialect anthropic|openai|generic] [--header H] [--credential-env VAR]
                  [--format 'Bearer {}'] [--fail-mode closed|open]
+  add-target     --team T --prefix /p --upstream URL [--credential-env VAR]
+                 (spread the route over one more upstream: a second account, region or fallback)
+  remove-target  --team T --prefix /p --upstream URL [--credential-env VAR]
+  set-route      --team T --prefix /p [--attempts 1..5] [--health-path /v1/models|none]
+                 (attempts: retries of idempotent requests only; a health path turns on probes)
   issue-key      --team T --member E [--name N]     (prints the key once)
   rotate-key     --key ID [--grace 24h]              (old key works until the grace ends)
   revoke-key     --key ID
@@ -66,6 +73,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 	}
 	verbs := map[string]func(context.Context, *adminCmd, []string) error{
 		"create-team": createTeam, "add-member": addMember, "add-route": addRoute,
+		"add-target": routeTarget(true), "remove-target": routeTarget(false), "set-route": setRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
 		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
@@ -244,6 +252,85 @@ func addRoute(ctx context.Context, c *adminCmd, args []string) error {
 	})
 }
 
+// routeTarget adds a target to a route, or removes one.
+func routeTarget(add bool) func(context.Context, *adminCmd, []string) error {
+	return func(ctx context.Context, c *adminCmd, args []string) error {
+		teamRef := c.flags.String("team", "", "team name or id")
+		prefix := c.flags.String("prefix", "", "the route's prefix, e.g. /anthropic")
+		var target store.RouteTarget
+		c.flags.StringVar(&target.UpstreamURL, "upstream", "", "the target's base URL")
+		c.flags.StringVar(&target.CredentialEnv, "credential-env", "", "its own credential variable (default: the route's)")
+		if err := c.parse(args, "team", "prefix", "upstream"); err != nil {
+			return err
+		}
+		t, err := c.team(ctx, *teamRef)
+		if err != nil {
+			return err
+		}
+		if !add {
+			if err := c.st.RemoveRouteTarget(ctx, store.ActorCLI, t.ID, *prefix, target); errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("route %s of team %s has no such target (list them with: tollgate admin list routes --team %s)", *prefix, t.Name, t.Name)
+			} else if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.env.Stdout, "route %s no longer sends traffic to %s\n", *prefix, target.UpstreamURL)
+			return nil
+		}
+		err = c.st.AddRouteTarget(ctx, store.ActorCLI, t.ID, *prefix, target)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, *prefix, t.Name)
+		case err != nil:
+			return conflict(err, "that target on route "+*prefix)
+		}
+		fmt.Fprintf(c.env.Stdout, "route %s now also sends traffic to %s\n", *prefix, target.UpstreamURL)
+		if target.CredentialEnv != "" && c.env.Getenv(target.CredentialEnv) == "" {
+			fmt.Fprintf(c.env.Stdout, "credential: $%s is NOT set in this environment; set it where the gateway runs\n", target.CredentialEnv)
+		}
+		return nil
+	}
+}
+
+func setRoute(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	prefix := c.flags.String("prefix", "", "the route's prefix")
+	attempts := c.flags.Int("attempts", 0, "attempts of an idempotent request, the first included (1..5)")
+	healthPath := c.flags.String("health-path", "", "path the health probes GET on each target, or none")
+	if err := c.parse(args, "team", "prefix"); err != nil {
+		return err
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	routes, err := c.st.Routes(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(routes, func(r store.Route) bool { return r.Prefix == *prefix })
+	if i < 0 {
+		return fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, *prefix, t.Name)
+	}
+	n, path := routes[i].MaxAttempts, routes[i].HealthPath
+	if *attempts != 0 {
+		n = *attempts
+	}
+	switch *healthPath {
+	case "":
+	case "none":
+		path = ""
+	default:
+		path = *healthPath
+	}
+	r, err := c.st.SetRouteResilience(ctx, store.ActorCLI, t.ID, *prefix, n, path)
+	if err != nil {
+		return err
+	}
+	return c.print(r, func(w io.Writer) {
+		fmt.Fprintf(w, "route %s: %d attempts for idempotent requests, health probes %s\n", r.Prefix, r.MaxAttempts, cmp.Or(r.HealthPath, "off"))
+	})
+}
+
 func issueKey(ctx context.Context, c *adminCmd, args []string) error {
 	teamRef := c.flags.String("team", "", "team name or id")
 	memberRef := c.flags.String("member", "", "member email or id")
@@ -393,23 +480,28 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 			return err
 		}
 		return c.print(routes, func(w io.Writer) {
-			fmt.Fprintln(w, "ID\tPREFIX\tUPSTREAM\tDIALECT\tCREDENTIAL")
+			fmt.Fprintln(w, "ID\tPREFIX\tUPSTREAM\tDIALECT\tCREDENTIAL\tATTEMPTS\tHEALTH")
 			for _, r := range routes {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.UpstreamURL, r.Dialect, credentialSummary(r, c.env.Getenv))
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Prefix, r.UpstreamURL, r.Dialect,
+					credentialSummary(r.CredentialHeader, r.CredentialEnv, c.env.Getenv), r.MaxAttempts, cmp.Or(r.HealthPath, "off"))
+				for _, tg := range r.Targets {
+					fmt.Fprintf(w, "\t\t+ %s\t\t%s\t\t\n", tg.UpstreamURL,
+						credentialSummary(r.CredentialHeader, cmp.Or(tg.CredentialEnv, r.CredentialEnv), c.env.Getenv))
+				}
 			}
 		})
 	}
 }
 
 // credentialSummary says whether a route's credential is configured, never what it is.
-func credentialSummary(r store.Route, getenv func(string) string) string {
-	if r.CredentialHeader == "" {
+func credentialSummary(header, env string, getenv func(string) string) string {
+	if header == "" {
 		return "none"
 	}
-	if getenv(r.CredentialEnv) == "" {
-		return r.CredentialHeader + " from $" + r.CredentialEnv + " (unset here)"
+	if getenv(env) == "" {
+		return header + " from $" + env + " (unset here)"
 	}
-	return r.CredentialHeader + " from $" + r.CredentialEnv + " (set)"
+	return header + " from $" + env + " (set)"
 }
 
 func audit(ctx context.Context, c *adminCmd, args []string) error {

@@ -32,11 +32,37 @@ type Config struct {
 	ConfigPollInterval time.Duration
 	// KeyRotationGrace is how long a rotated key keeps working. KEY_ROTATION_GRACE, default 24h.
 	KeyRotationGrace time.Duration
+	// The bounds below are 0 when switched off (the variable set to 0).
+
 	// MaxRequestBodyBytes bounds a request body on the wire. MAX_REQUEST_BODY_BYTES, default 8388608.
 	MaxRequestBodyBytes int64
 	// MaxInflatedBodyBytes bounds a compressed request body once inflated to
 	// estimate its cost (413 past it). MAX_INFLATED_BODY_BYTES, default 33554432.
 	MaxInflatedBodyBytes int64
+	// BodyReadTimeout bounds reading one request body (408 past it), so a
+	// client dribbling its body cannot hold a slot. BODY_READ_TIMEOUT, default
+	// 60s: 8 MiB at about 1 Mbit/s.
+	BodyReadTimeout time.Duration
+	// MaxResponseBytes bounds a non-streamed upstream response. MAX_RESPONSE_BYTES,
+	// default 134217728: the largest legitimate answer, 2,048 embeddings of 3,072
+	// floats as JSON, is about 90 MB.
+	MaxResponseBytes int64
+	// MaxStreamBytes bounds one streamed response. MAX_STREAM_BYTES, default
+	// 134217728: 128k output tokens at about 350 bytes per event is about 45 MB.
+	MaxStreamBytes int64
+	// RequestTimeout is the ceiling on one request from admission to its last
+	// byte. REQUEST_TIMEOUT, default 60m: 128k output tokens at 40 tokens/s is 53m.
+	RequestTimeout time.Duration
+	// MaxInFlight sheds requests past this many in flight on a replica with 503.
+	// MAX_IN_FLIGHT, default 4096 (see the README's memory figures).
+	MaxInFlight int
+	// MemberMaxInFlight bounds one member's requests in flight on a replica;
+	// MemberQueueDepth more wait up to MemberQueueWait for a slot, then get 429.
+	// MEMBER_MAX_IN_FLIGHT default 256, MEMBER_QUEUE_DEPTH default 64,
+	// MEMBER_QUEUE_WAIT default 2s.
+	MemberMaxInFlight int
+	MemberQueueDepth  int
+	MemberQueueWait   time.Duration
 	// MaxRequestHeaderBytes bounds a request's headers. MAX_REQUEST_HEADER_BYTES, default 65536.
 	MaxRequestHeaderBytes int
 	// UpstreamFirstByteTimeout bounds the wait for an upstream's response headers.
@@ -107,11 +133,19 @@ func Load(getenv func(string) string) (Config, error) {
 		ListenAddr:               p.str("LISTEN_ADDR", defaultListenAddr(getenv)),
 		ConfigPollInterval:       p.duration("CONFIG_POLL_INTERVAL", 30*time.Second, time.Second),
 		KeyRotationGrace:         p.duration("KEY_ROTATION_GRACE", 24*time.Hour, 0),
-		MaxRequestBodyBytes:      p.int64("MAX_REQUEST_BODY_BYTES", 8<<20, 1024),
-		MaxInflatedBodyBytes:     p.int64("MAX_INFLATED_BODY_BYTES", 32<<20, 1024),
+		MaxRequestBodyBytes:      p.bound("MAX_REQUEST_BODY_BYTES", 8<<20, 1024),
+		MaxInflatedBodyBytes:     p.bound("MAX_INFLATED_BODY_BYTES", 32<<20, 1024),
+		BodyReadTimeout:          p.boundDuration("BODY_READ_TIMEOUT", time.Minute, time.Second),
+		MaxResponseBytes:         p.bound("MAX_RESPONSE_BYTES", 128<<20, 1024),
+		MaxStreamBytes:           p.bound("MAX_STREAM_BYTES", 128<<20, 1024),
+		RequestTimeout:           p.boundDuration("REQUEST_TIMEOUT", time.Hour, time.Second),
+		MaxInFlight:              int(p.bound("MAX_IN_FLIGHT", 4096, 1)),
+		MemberMaxInFlight:        int(p.bound("MEMBER_MAX_IN_FLIGHT", 256, 1)),
+		MemberQueueDepth:         int(p.int64("MEMBER_QUEUE_DEPTH", 64, 0)),
+		MemberQueueWait:          p.duration("MEMBER_QUEUE_WAIT", 2*time.Second, 0),
 		MaxRequestHeaderBytes:    int(p.int64("MAX_REQUEST_HEADER_BYTES", 64<<10, 4096)),
-		UpstreamFirstByteTimeout: p.duration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
-		StreamIdleTimeout:        p.duration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
+		UpstreamFirstByteTimeout: p.boundDuration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
+		StreamIdleTimeout:        p.boundDuration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
 		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),
 		RedisKeyPrefix:           p.str("REDIS_KEY_PREFIX", "tg:"),
 		RedisTimeout:             p.duration("REDIS_TIMEOUT", 150*time.Millisecond, time.Millisecond),
@@ -237,6 +271,35 @@ func (p *parser) duration(name string, def, min time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < min {
 		p.fail(name, "must be a duration such as 30s or 5m, at least %s, not %q", min, v)
+		return def
+	}
+	return d
+}
+
+// bound reads a limit that 0 switches off; otherwise it must be at least min.
+func (p *parser) bound(name string, def, min int64) int64 {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n != 0 && n < min {
+		p.fail(name, "must be 0 (off) or a whole number of at least %d, not %q", min, v)
+		return def
+	}
+	return n
+}
+
+// boundDuration reads a time limit that 0 switches off; otherwise it must be
+// at least min.
+func (p *parser) boundDuration(name string, def, min time.Duration) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d != 0 && d < min {
+		p.fail(name, "must be 0 (off) or a duration such as 30s or 5m, at least %s, not %q", min, v)
 		return def
 	}
 	return d

@@ -56,6 +56,14 @@ func TestLoadDefaults(t *testing.T) {
 		KeyRotationGrace:         24 * time.Hour,
 		MaxRequestBodyBytes:      8 << 20,
 		MaxInflatedBodyBytes:     32 << 20,
+		BodyReadTimeout:          time.Minute,
+		MaxResponseBytes:         128 << 20,
+		MaxStreamBytes:           128 << 20,
+		RequestTimeout:           time.Hour,
+		MaxInFlight:              4096,
+		MemberMaxInFlight:        256,
+		MemberQueueDepth:         64,
+		MemberQueueWait:          2 * time.Second,
 		MaxRequestHeaderBytes:    64 << 10,
 		UpstreamFirstByteTimeout: 10 * time.Minute,
 		StreamIdleTimeout:        2 * time.Minute,
@@ -113,6 +121,20 @@ func TestLoadValues(t *testing.T) {
 			func(c config.Config) bool {
 				return c.ConfigPollInterval == time.Second && c.KeyRotationGrace == 0 && c.ShutdownTimeout == 0 &&
 					c.UpstreamFirstByteTimeout == 90*time.Second && c.StreamIdleTimeout == 5*time.Minute
+			}},
+		{"BoundsOff", map[string]string{"MAX_REQUEST_BODY_BYTES": "0", "MAX_INFLATED_BODY_BYTES": "0", "BODY_READ_TIMEOUT": "0",
+			"MAX_RESPONSE_BYTES": "0", "MAX_STREAM_BYTES": "0", "REQUEST_TIMEOUT": "0s", "MAX_IN_FLIGHT": "0",
+			"MEMBER_MAX_IN_FLIGHT": "0", "UPSTREAM_FIRST_BYTE_TIMEOUT": "0", "STREAM_IDLE_TIMEOUT": "0s"},
+			func(c config.Config) bool {
+				return c.MaxRequestBodyBytes == 0 && c.MaxInflatedBodyBytes == 0 && c.BodyReadTimeout == 0 &&
+					c.MaxResponseBytes == 0 && c.MaxStreamBytes == 0 && c.RequestTimeout == 0 && c.MaxInFlight == 0 &&
+					c.MemberMaxInFlight == 0 && c.UpstreamFirstByteTimeout == 0 && c.StreamIdleTimeout == 0
+			}},
+		{"Bounds", map[string]string{"MAX_IN_FLIGHT": "100", "MEMBER_MAX_IN_FLIGHT": "4", "MEMBER_QUEUE_DEPTH": "0",
+			"MEMBER_QUEUE_WAIT": "250ms", "REQUEST_TIMEOUT": "5m", "MAX_STREAM_BYTES": "1048576"},
+			func(c config.Config) bool {
+				return c.MaxInFlight == 100 && c.MemberMaxInFlight == 4 && c.MemberQueueDepth == 0 &&
+					c.MemberQueueWait == 250*time.Millisecond && c.RequestTimeout == 5*time.Minute && c.MaxStreamBytes == 1<<20
 			}},
 		{"SizesAtMinimum", map[string]string{"MAX_REQUEST_BODY_BYTES": "1024", "MAX_REQUEST_HEADER_BYTES": "4096"},
 			func(c config.Config) bool { return c.MaxRequestBodyBytes == 1024 && c.MaxRequestHeaderBytes == 4096 }},
@@ -184,14 +206,17 @@ func TestLoadBadValue(t *testing.T) {
 		{"CONFIG_POLL_INTERVAL", "500ms", `CONFIG_POLL_INTERVAL must be a duration such as 30s or 5m, at least 1s, not "500ms"`},
 		{"CONFIG_POLL_INTERVAL", "30", `CONFIG_POLL_INTERVAL must be a duration such as 30s or 5m, at least 1s, not "30"`},
 		{"KEY_ROTATION_GRACE", "-1h", `KEY_ROTATION_GRACE must be a duration such as 30s or 5m, at least 0s, not "-1h"`},
-		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "10", `UPSTREAM_FIRST_BYTE_TIMEOUT must be a duration such as 30s or 5m, at least 1s, not "10"`},
-		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "999ms", `UPSTREAM_FIRST_BYTE_TIMEOUT must be a duration such as 30s or 5m, at least 1s, not "999ms"`},
-		{"STREAM_IDLE_TIMEOUT", "0s", `STREAM_IDLE_TIMEOUT must be a duration such as 30s or 5m, at least 1s, not "0s"`},
+		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "10", `UPSTREAM_FIRST_BYTE_TIMEOUT must be 0 (off) or a duration such as 30s or 5m, at least 1s, not "10"`},
+		{"UPSTREAM_FIRST_BYTE_TIMEOUT", "999ms", `UPSTREAM_FIRST_BYTE_TIMEOUT must be 0 (off) or a duration such as 30s or 5m, at least 1s, not "999ms"`},
+		{"STREAM_IDLE_TIMEOUT", "500ms", `STREAM_IDLE_TIMEOUT must be 0 (off) or a duration such as 30s or 5m, at least 1s, not "500ms"`},
+		{"MAX_IN_FLIGHT", "-1", `MAX_IN_FLIGHT must be 0 (off) or a whole number of at least 1, not "-1"`},
+		{"MEMBER_QUEUE_WAIT", "soon", `MEMBER_QUEUE_WAIT must be a duration such as 30s or 5m, at least 0s, not "soon"`},
+		{"MAX_STREAM_BYTES", "100", `MAX_STREAM_BYTES must be 0 (off) or a whole number of at least 1024, not "100"`},
 		{"SHUTDOWN_TIMEOUT", "-5s", `SHUTDOWN_TIMEOUT must be a duration such as 30s or 5m, at least 0s, not "-5s"`},
-		{"MAX_REQUEST_BODY_BYTES", "-1", `MAX_REQUEST_BODY_BYTES must be a whole number of at least 1024, not "-1"`},
-		{"MAX_REQUEST_BODY_BYTES", "1023", `MAX_REQUEST_BODY_BYTES must be a whole number of at least 1024, not "1023"`},
-		{"MAX_REQUEST_BODY_BYTES", "8MB", `MAX_REQUEST_BODY_BYTES must be a whole number of at least 1024, not "8MB"`},
-		{"MAX_INFLATED_BODY_BYTES", "512", `MAX_INFLATED_BODY_BYTES must be a whole number of at least 1024, not "512"`},
+		{"MAX_REQUEST_BODY_BYTES", "-1", `MAX_REQUEST_BODY_BYTES must be 0 (off) or a whole number of at least 1024, not "-1"`},
+		{"MAX_REQUEST_BODY_BYTES", "1023", `MAX_REQUEST_BODY_BYTES must be 0 (off) or a whole number of at least 1024, not "1023"`},
+		{"MAX_REQUEST_BODY_BYTES", "8MB", `MAX_REQUEST_BODY_BYTES must be 0 (off) or a whole number of at least 1024, not "8MB"`},
+		{"MAX_INFLATED_BODY_BYTES", "512", `MAX_INFLATED_BODY_BYTES must be 0 (off) or a whole number of at least 1024, not "512"`},
 		{"MAX_REQUEST_HEADER_BYTES", "-4096", `MAX_REQUEST_HEADER_BYTES must be a whole number of at least 4096, not "-4096"`},
 		{"MAX_REQUEST_HEADER_BYTES", "1.5", `MAX_REQUEST_HEADER_BYTES must be a whole number of at least 4096, not "1.5"`},
 	}

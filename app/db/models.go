@@ -117,6 +117,17 @@ type Route struct {
 	CredentialFormat string
 	FailMode         string
 	CreatedAt        time.Time
+	MaxAttempts      int32
+	HealthPath       string
+}
+
+type RouteTarget struct {
+	ID            int64
+	TeamID        int64
+	RouteID       int64
+	UpstreamUrl   string
+	CredentialEnv string
+	CreatedAt     time.Time
 }
 
 type Session struct {

@@ -12,7 +12,7 @@ import (
 const routeCreate = `-- name: RouteCreate :one
 INSERT INTO route (team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at
+RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path
 `
 
 type RouteCreateParams struct {
@@ -49,12 +49,14 @@ func (q *Queries) RouteCreate(ctx context.Context, db DBTX, arg RouteCreateParam
 		&i.CredentialFormat,
 		&i.FailMode,
 		&i.CreatedAt,
+		&i.MaxAttempts,
+		&i.HealthPath,
 	)
 	return i, err
 }
 
 const routeDelete = `-- name: RouteDelete :one
-DELETE FROM route WHERE team_id = $1 AND id = $2 RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at
+DELETE FROM route WHERE team_id = $1 AND id = $2 RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path
 `
 
 type RouteDeleteParams struct {
@@ -76,12 +78,14 @@ func (q *Queries) RouteDelete(ctx context.Context, db DBTX, arg RouteDeleteParam
 		&i.CredentialFormat,
 		&i.FailMode,
 		&i.CreatedAt,
+		&i.MaxAttempts,
+		&i.HealthPath,
 	)
 	return i, err
 }
 
 const routeGetByID = `-- name: RouteGetByID :one
-SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at FROM route WHERE team_id = $1 AND id = $2
+SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path FROM route WHERE team_id = $1 AND id = $2
 `
 
 type RouteGetByIDParams struct {
@@ -103,12 +107,14 @@ func (q *Queries) RouteGetByID(ctx context.Context, db DBTX, arg RouteGetByIDPar
 		&i.CredentialFormat,
 		&i.FailMode,
 		&i.CreatedAt,
+		&i.MaxAttempts,
+		&i.HealthPath,
 	)
 	return i, err
 }
 
 const routeList = `-- name: RouteList :many
-SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at FROM route WHERE team_id = $1 ORDER BY prefix
+SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path FROM route WHERE team_id = $1 ORDER BY prefix
 `
 
 func (q *Queries) RouteList(ctx context.Context, db DBTX, teamID int64) ([]Route, error) {
@@ -131,6 +137,8 @@ func (q *Queries) RouteList(ctx context.Context, db DBTX, teamID int64) ([]Route
 			&i.CredentialFormat,
 			&i.FailMode,
 			&i.CreatedAt,
+			&i.MaxAttempts,
+			&i.HealthPath,
 		); err != nil {
 			return nil, err
 		}
@@ -143,7 +151,7 @@ func (q *Queries) RouteList(ctx context.Context, db DBTX, teamID int64) ([]Route
 }
 
 const routeListAll = `-- name: RouteListAll :many
-SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at FROM route
+SELECT id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path FROM route
 `
 
 // For the config snapshot.
@@ -167,6 +175,8 @@ func (q *Queries) RouteListAll(ctx context.Context, db DBTX) ([]Route, error) {
 			&i.CredentialFormat,
 			&i.FailMode,
 			&i.CreatedAt,
+			&i.MaxAttempts,
+			&i.HealthPath,
 		); err != nil {
 			return nil, err
 		}
@@ -178,12 +188,177 @@ func (q *Queries) RouteListAll(ctx context.Context, db DBTX) ([]Route, error) {
 	return items, nil
 }
 
+const routeSetResilience = `-- name: RouteSetResilience :one
+UPDATE route SET max_attempts = $1, health_path = $2
+WHERE team_id = $3 AND id = $4
+RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path
+`
+
+type RouteSetResilienceParams struct {
+	MaxAttempts int32
+	HealthPath  string
+	TeamID      int64
+	ID          int64
+}
+
+func (q *Queries) RouteSetResilience(ctx context.Context, db DBTX, arg RouteSetResilienceParams) (Route, error) {
+	row := db.QueryRow(ctx, routeSetResilience,
+		arg.MaxAttempts,
+		arg.HealthPath,
+		arg.TeamID,
+		arg.ID,
+	)
+	var i Route
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.Prefix,
+		&i.UpstreamUrl,
+		&i.Dialect,
+		&i.CredentialHeader,
+		&i.CredentialEnv,
+		&i.CredentialFormat,
+		&i.FailMode,
+		&i.CreatedAt,
+		&i.MaxAttempts,
+		&i.HealthPath,
+	)
+	return i, err
+}
+
+const routeTargetAdd = `-- name: RouteTargetAdd :one
+INSERT INTO route_target (team_id, route_id, upstream_url, credential_env)
+VALUES ($1, $2, $3, $4)
+RETURNING id, team_id, route_id, upstream_url, credential_env, created_at
+`
+
+type RouteTargetAddParams struct {
+	TeamID        int64
+	RouteID       int64
+	UpstreamUrl   string
+	CredentialEnv string
+}
+
+func (q *Queries) RouteTargetAdd(ctx context.Context, db DBTX, arg RouteTargetAddParams) (RouteTarget, error) {
+	row := db.QueryRow(ctx, routeTargetAdd,
+		arg.TeamID,
+		arg.RouteID,
+		arg.UpstreamUrl,
+		arg.CredentialEnv,
+	)
+	var i RouteTarget
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.RouteID,
+		&i.UpstreamUrl,
+		&i.CredentialEnv,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const routeTargetList = `-- name: RouteTargetList :many
+SELECT id, team_id, route_id, upstream_url, credential_env, created_at FROM route_target WHERE team_id = $1 ORDER BY route_id, id
+`
+
+func (q *Queries) RouteTargetList(ctx context.Context, db DBTX, teamID int64) ([]RouteTarget, error) {
+	rows, err := db.Query(ctx, routeTargetList, teamID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RouteTarget
+	for rows.Next() {
+		var i RouteTarget
+		if err := rows.Scan(
+			&i.ID,
+			&i.TeamID,
+			&i.RouteID,
+			&i.UpstreamUrl,
+			&i.CredentialEnv,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeTargetListAll = `-- name: RouteTargetListAll :many
+SELECT id, team_id, route_id, upstream_url, credential_env, created_at FROM route_target ORDER BY route_id, id
+`
+
+// For the config snapshot.
+func (q *Queries) RouteTargetListAll(ctx context.Context, db DBTX) ([]RouteTarget, error) {
+	rows, err := db.Query(ctx, routeTargetListAll)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RouteTarget
+	for rows.Next() {
+		var i RouteTarget
+		if err := rows.Scan(
+			&i.ID,
+			&i.TeamID,
+			&i.RouteID,
+			&i.UpstreamUrl,
+			&i.CredentialEnv,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeTargetRemove = `-- name: RouteTargetRemove :one
+DELETE FROM route_target
+WHERE team_id = $1 AND route_id = $2 AND upstream_url = $3 AND credential_env = $4
+RETURNING id, team_id, route_id, upstream_url, credential_env, created_at
+`
+
+type RouteTargetRemoveParams struct {
+	TeamID        int64
+	RouteID       int64
+	UpstreamUrl   string
+	CredentialEnv string
+}
+
+func (q *Queries) RouteTargetRemove(ctx context.Context, db DBTX, arg RouteTargetRemoveParams) (RouteTarget, error) {
+	row := db.QueryRow(ctx, routeTargetRemove,
+		arg.TeamID,
+		arg.RouteID,
+		arg.UpstreamUrl,
+		arg.CredentialEnv,
+	)
+	var i RouteTarget
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.RouteID,
+		&i.UpstreamUrl,
+		&i.CredentialEnv,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const routeUpdate = `-- name: RouteUpdate :one
 UPDATE route SET prefix = $1, upstream_url = $2, dialect = $3,
     credential_header = $4, credential_env = $5,
     credential_format = $6, fail_mode = $7
 WHERE team_id = $8 AND id = $9
-RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at
+RETURNING id, team_id, prefix, upstream_url, dialect, credential_header, credential_env, credential_format, fail_mode, created_at, max_attempts, health_path
 `
 
 type RouteUpdateParams struct {
@@ -222,6 +397,8 @@ func (q *Queries) RouteUpdate(ctx context.Context, db DBTX, arg RouteUpdateParam
 		&i.CredentialFormat,
 		&i.FailMode,
 		&i.CreatedAt,
+		&i.MaxAttempts,
+		&i.HealthPath,
 	)
 	return i, err
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
+	"github.com/tollgate/tollgate/proxy/breaker"
 )
 
 // Snapshots is the config the collectors read at scrape time; *snapshot.Source is one.
@@ -66,9 +67,18 @@ type Metrics struct {
 	inFlight  prometheus.Gauge
 	security  *prometheus.CounterVec
 	upstream  *prometheus.CounterVec
+
+	breakerState       *prometheus.GaugeVec
+	breakerTransitions *prometheus.CounterVec
+	ejections          *prometheus.CounterVec
+	retries            *prometheus.CounterVec
+	retryBudget        *prometheus.CounterVec
 }
 
-var _ proxy.Observer = (*Metrics)(nil)
+var (
+	_ proxy.Observer         = (*Metrics)(nil)
+	_ proxy.UpstreamObserver = (*Metrics)(nil)
+)
 
 // New registers every tollgate_* metric and the Go and process collectors.
 func New(o Options) *Metrics {
@@ -95,6 +105,16 @@ func New(o Options) *Metrics {
 			"The tightest of the member's and the team's budgets after the member's latest request, in micro-dollars.", "team", "member"),
 		security: f.counter("tollgate_security_events_total", "Security events: a control refused or flagged something.", "control", "outcome"),
 		upstream: f.counter("tollgate_upstream_errors_total", "Upstream calls that got no answer, by why.", "route", "kind"),
+		breakerState: f.gauge("tollgate_upstream_breaker_state",
+			"Circuit breaker of each upstream target: 0 closed, 1 open, 2 half-open.", "upstream", "credential"),
+		breakerTransitions: f.counter("tollgate_upstream_breaker_transitions_total",
+			"Circuit breaker state changes, by the state entered.", "upstream", "credential", "to"),
+		ejections: f.counter("tollgate_upstream_ejections_total",
+			"Targets taken out of rotation after consecutive failures.", "upstream", "credential"),
+		retries: f.counter("tollgate_upstream_retries_total",
+			"Idempotent requests sent again after a failed attempt.", "route", "upstream"),
+		retryBudget: f.counter("tollgate_upstream_retry_budget_exhausted_total",
+			"Retries not made because the route's retry budget (20% of its requests over 10s) was spent.", "route"),
 	}
 	m.admission = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tollgate_admission_duration_seconds",
 		Help:    "Time of one admission call (Redis round trip or in-process limiter).",
@@ -124,6 +144,27 @@ func New(o Options) *Metrics {
 		reg.MustRegister(redisCollector(o.RedisStats))
 	}
 	return m
+}
+
+// BreakerChanged implements proxy.UpstreamObserver.
+func (m *Metrics) BreakerChanged(upstream, credentialEnv string, _, to breaker.State) {
+	m.breakerState.WithLabelValues(upstream, credentialEnv).Set(float64(to))
+	m.breakerTransitions.WithLabelValues(upstream, credentialEnv, to.String()).Inc()
+}
+
+// Ejected implements proxy.UpstreamObserver.
+func (m *Metrics) Ejected(upstream, credentialEnv string, _ time.Duration) {
+	m.ejections.WithLabelValues(upstream, credentialEnv).Inc()
+}
+
+// Retried implements proxy.UpstreamObserver.
+func (m *Metrics) Retried(route, upstream string) {
+	m.retries.WithLabelValues(routeLabel(route), upstream).Inc()
+}
+
+// RetryBudgetExhausted implements proxy.UpstreamObserver.
+func (m *Metrics) RetryBudgetExhausted(route string) {
+	m.retryBudget.WithLabelValues(routeLabel(route)).Inc()
 }
 
 // Handler serves the registry in the Prometheus text (or OpenMetrics) format.

@@ -14,19 +14,22 @@ import (
 // an Actor is a writer; TestEveryWriterIsAudited fails until a new one is
 // listed here and checked below.
 var auditedWriters = map[string]string{
-	"CreateTeam":      "team.create",
-	"AddMember":       "member.add",
-	"SetMemberStatus": "member.status",
-	"SetMemberLimits": "member.limits",
-	"SetTeamLimits":   "team.limits",
-	"AddRoute":        "route.add",
-	"UpdateRoute":     "route.update",
-	"IssueKey":        "key.issue",
-	"RotateKey":       "key.issue, key.rotate",
-	"RevokeKey":       "key.revoke",
-	"SetPrice":        "price.set",
-	"CreateInvite":    "invite.create",
-	"CreateSetupLink": "setup.link",
+	"CreateTeam":         "team.create",
+	"AddMember":          "member.add",
+	"SetMemberStatus":    "member.status",
+	"SetMemberLimits":    "member.limits",
+	"SetTeamLimits":      "team.limits",
+	"AddRoute":           "route.add",
+	"UpdateRoute":        "route.update",
+	"AddRouteTarget":     "route.target.add",
+	"RemoveRouteTarget":  "route.target.remove",
+	"SetRouteResilience": "route.resilience",
+	"IssueKey":           "key.issue",
+	"RotateKey":          "key.issue, key.rotate",
+	"RevokeKey":          "key.revoke",
+	"SetPrice":           "price.set",
+	"CreateInvite":       "invite.create",
+	"CreateSetupLink":    "setup.link",
 	// Writers whose actor is the link itself.
 	"CompleteSetup": "team.create, member.add, member.password",
 	"AcceptInvite":  "member.add, member.password",
@@ -92,6 +95,18 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	if len(updated) == 1 && (len(updated[0].Before) == 0 || !strings.Contains(string(updated[0].After), "127.0.0.1:2")) {
 		t.Errorf("route.update row before %s after %s", updated[0].Before, updated[0].After)
 	}
+	target := store.RouteTarget{UpstreamURL: "http://127.0.0.1:3", CredentialEnv: "TOLLGATE_CREDENTIAL_SECOND"}
+	check("AddRouteTarget", func() {
+		if err := f.st.AddRouteTarget(ctx, actor, f.team.ID, route.Prefix, target); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check("SetRouteResilience", func() { must(f.st.SetRouteResilience(ctx, actor, f.team.ID, route.Prefix, 3, "/v1/models"))(t) })
+	check("RemoveRouteTarget", func() {
+		if err := f.st.RemoveRouteTarget(ctx, actor, f.team.ID, route.Prefix, target); err != nil {
+			t.Fatal(err)
+		}
+	})
 	var key store.IssuedKey
 	check("IssueKey", func() { key = must(f.st.IssueKey(ctx, actor, f.team.ID, f.member.ID, "ci"))(t) })
 	var rotated store.IssuedKey

@@ -24,13 +24,23 @@ type Route struct {
 	CredentialEnv    string    `json:"credential_env"`
 	CredentialFormat string    `json:"credential_format"`
 	FailMode         string    `json:"fail_mode"`
+	MaxAttempts      int       `json:"max_attempts"`
+	HealthPath       string    `json:"health_path"`
 	CreatedAt        time.Time `json:"created_at"`
+	// Targets beyond the route's own upstream, in the order they were added.
+	Targets []RouteTarget `json:"targets,omitempty"`
+}
+
+// RouteTarget is one more upstream a route spreads over.
+type RouteTarget struct {
+	UpstreamURL   string `json:"upstream_url"`
+	CredentialEnv string `json:"credential_env"` // "" uses the route's
 }
 
 func routeFrom(r db.Route) Route {
 	return Route{ID: r.ID, TeamID: r.TeamID, Prefix: r.Prefix, UpstreamURL: r.UpstreamUrl, Dialect: r.Dialect,
 		CredentialHeader: r.CredentialHeader, CredentialEnv: r.CredentialEnv, CredentialFormat: r.CredentialFormat,
-		FailMode: r.FailMode, CreatedAt: r.CreatedAt}
+		FailMode: r.FailMode, MaxAttempts: int(r.MaxAttempts), HealthPath: r.HealthPath, CreatedAt: r.CreatedAt}
 }
 
 // RouteSpec is what an owner fills in; Preset fills the blanks it leaves.
@@ -57,6 +67,8 @@ var Presets = map[string]RouteSpec{
 var (
 	routePrefix = regexp.MustCompile(`^(/[a-z0-9][a-z0-9._-]*)+$`)
 	headerName  = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+	// The same rule as the health_path column's check.
+	healthPathPattern = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
 )
 
 // reservedPrefixes belong to the gateway itself.
@@ -189,15 +201,131 @@ func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spe
 	return r, nil
 }
 
-// Routes lists a team's routes.
+// Routes lists a team's routes with their extra targets.
 func (s *Store) Routes(ctx context.Context, teamID int64) ([]Route, error) {
 	rows, err := s.q.RouteList(ctx, s.pool, teamID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list routes: %w", err)
 	}
+	targetRows, err := s.q.RouteTargetList(ctx, s.pool, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list route targets: %w", err)
+	}
+	targets := make(map[int64][]RouteTarget)
+	for _, t := range targetRows {
+		targets[t.RouteID] = append(targets[t.RouteID], RouteTarget{UpstreamURL: t.UpstreamUrl, CredentialEnv: t.CredentialEnv})
+	}
 	routes := make([]Route, len(rows))
 	for i, r := range rows {
 		routes[i] = routeFrom(r)
+		routes[i].Targets = targets[r.ID]
 	}
 	return routes, nil
+}
+
+// routeByPrefix finds a team's route inside tx.
+func (s *Store) routeByPrefix(ctx context.Context, tx pgx.Tx, teamID int64, prefix string) (db.Route, error) {
+	rows, err := s.q.RouteList(ctx, tx, teamID)
+	if err != nil {
+		return db.Route{}, err
+	}
+	for _, r := range rows {
+		if r.Prefix == prefix {
+			return r, nil
+		}
+	}
+	return db.Route{}, ErrNotFound
+}
+
+// AddRouteTarget spreads a route over one more upstream, checked as a route's
+// own upstream is; credentialEnv "" uses the route's credential variable.
+func (s *Store) AddRouteTarget(ctx context.Context, actor Actor, teamID int64, prefix string, target RouteTarget) error {
+	if _, err := proxy.ValidateUpstream(ctx, target.UpstreamURL); err != nil {
+		return invalid("upstream", "%v", err)
+	}
+	if target.CredentialEnv != "" && !proxy.CredentialEnvAllowed(target.CredentialEnv) {
+		return invalid("credential_env", "credential variable %q must be ANTHROPIC_API_KEY, OPENAI_API_KEY or TOLLGATE_CREDENTIAL_<NAME>", target.CredentialEnv)
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		r, err := s.routeByPrefix(ctx, tx, teamID, prefix)
+		if err != nil {
+			return err
+		}
+		if target.CredentialEnv != "" && r.CredentialHeader == "" {
+			return invalid("credential_env", "route %s injects no credential, so its targets cannot carry one", prefix)
+		}
+		if target.UpstreamURL == r.UpstreamUrl && (target.CredentialEnv == "" || target.CredentialEnv == r.CredentialEnv) {
+			return ErrConflict
+		}
+		existing, err := s.q.RouteTargetList(ctx, tx, teamID)
+		if err != nil {
+			return err
+		}
+		n := 1 // the route's own upstream
+		for _, t := range existing {
+			if t.RouteID == r.ID {
+				n++
+			}
+		}
+		if n >= proxy.MaxTargets {
+			return invalid("upstream", "route %s already has %d targets, the most a route may have", prefix, n)
+		}
+		if _, err := s.q.RouteTargetAdd(ctx, tx, db.RouteTargetAddParams{TeamID: teamID, RouteID: r.ID,
+			UpstreamUrl: target.UpstreamURL, CredentialEnv: target.CredentialEnv}); err != nil {
+			return mapErr(err)
+		}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.target.add", target: prefix, after: target})
+	})
+	if err != nil {
+		return fmt.Errorf("store: add target to route %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// RemoveRouteTarget takes an added target off a route.
+func (s *Store) RemoveRouteTarget(ctx context.Context, actor Actor, teamID int64, prefix string, target RouteTarget) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		r, err := s.routeByPrefix(ctx, tx, teamID, prefix)
+		if err != nil {
+			return err
+		}
+		if _, err := s.q.RouteTargetRemove(ctx, tx, db.RouteTargetRemoveParams{TeamID: teamID, RouteID: r.ID,
+			UpstreamUrl: target.UpstreamURL, CredentialEnv: target.CredentialEnv}); err != nil {
+			return mapErr(err)
+		}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.target.remove", target: prefix, before: target})
+	})
+	if err != nil {
+		return fmt.Errorf("store: remove target from route %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// SetRouteResilience sets how many attempts an idempotent request may make
+// (1 to 5, the first included) and which path health probes GET ("" for none).
+func (s *Store) SetRouteResilience(ctx context.Context, actor Actor, teamID int64, prefix string, maxAttempts int, healthPath string) (Route, error) {
+	if maxAttempts < 1 || maxAttempts > 5 {
+		return Route{}, invalid("attempts", "attempts must be from 1 to 5, not %d", maxAttempts)
+	}
+	if healthPath != "" && !healthPathPattern.MatchString(healthPath) {
+		return Route{}, invalid("health_path", "health path %q must start with / and hold only letters, digits and . _ ~ / -", healthPath)
+	}
+	var out Route
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		before, err := s.routeByPrefix(ctx, tx, teamID, prefix)
+		if err != nil {
+			return err
+		}
+		row, err := s.q.RouteSetResilience(ctx, tx, db.RouteSetResilienceParams{TeamID: teamID, ID: before.ID,
+			MaxAttempts: int32(maxAttempts), HealthPath: healthPath})
+		if err != nil {
+			return mapErr(err)
+		}
+		out = routeFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.resilience", target: prefix, before: routeFrom(before), after: out})
+	})
+	if err != nil {
+		return Route{}, fmt.Errorf("store: set resilience of route %s: %w", prefix, err)
+	}
+	return out, nil
 }

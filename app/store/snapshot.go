@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tollgate/tollgate/app/db"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 )
@@ -31,6 +33,10 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 			return err
 		}
 		routeRows, err := s.q.RouteListAll(ctx, tx)
+		if err != nil {
+			return err
+		}
+		targetRows, err := s.q.RouteTargetListAll(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -75,6 +81,10 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		for i, m := range memberRows {
 			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberLimits[m.ID]}
 		}
+		extraTargets := make(map[int64][]db.RouteTarget)
+		for _, t := range targetRows {
+			extraTargets[t.RouteID] = append(extraTargets[t.RouteID], t)
+		}
 		routes := make([]proxy.Route, 0, len(routeRows))
 		for _, r := range routeRows {
 			up, err := url.Parse(r.UpstreamUrl)
@@ -83,9 +93,19 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 				log.Error("route skipped: upstream URL does not parse", "route_id", r.ID, "prefix", r.Prefix)
 				continue
 			}
-			routes = append(routes, proxy.Route{ID: r.ID, TeamID: r.TeamID, Prefix: r.Prefix, Upstream: up,
-				Dialect: proxy.Dialect(r.Dialect), CredentialHeader: r.CredentialHeader, CredentialEnv: r.CredentialEnv,
-				CredentialFormat: r.CredentialFormat, FailOpen: r.FailMode == "open"})
+			targets := []proxy.Target{proxy.NewTarget(up, r.CredentialEnv)}
+			for _, t := range extraTargets[r.ID] {
+				tu, err := url.Parse(t.UpstreamUrl)
+				if err != nil {
+					log.Error("route target skipped: upstream URL does not parse", "route_id", r.ID, "target_id", t.ID)
+					continue
+				}
+				targets = append(targets, proxy.NewTarget(tu, cmp.Or(t.CredentialEnv, r.CredentialEnv)))
+			}
+			routes = append(routes, proxy.Route{ID: r.ID, TeamID: r.TeamID, Prefix: r.Prefix, Targets: targets,
+				Dialect: proxy.Dialect(r.Dialect), CredentialHeader: r.CredentialHeader,
+				CredentialFormat: r.CredentialFormat, FailOpen: r.FailMode == "open",
+				MaxAttempts: int(r.MaxAttempts), HealthPath: r.HealthPath})
 		}
 		prices, err := s.priceTable(ctx, tx)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -387,12 +388,12 @@ func TestRouteValidation(t *testing.T) {
 	}
 	for _, want := range []store.Route{
 		{Prefix: "/anthropic", UpstreamURL: "https://api.anthropic.com", Dialect: "anthropic",
-			CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY", CredentialFormat: "{}", FailMode: "closed"},
+			CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY", CredentialFormat: "{}", FailMode: "closed", MaxAttempts: 2},
 		{Prefix: "/oai", UpstreamURL: "http://127.0.0.1:7", Dialect: "openai",
-			CredentialHeader: "Authorization", CredentialEnv: "OPENAI_API_KEY", CredentialFormat: "Bearer {}", FailMode: "closed"},
-		{Prefix: "/local", UpstreamURL: "http://127.0.0.1:9999", Dialect: "generic", CredentialFormat: "{}", FailMode: "closed"},
+			CredentialHeader: "Authorization", CredentialEnv: "OPENAI_API_KEY", CredentialFormat: "Bearer {}", FailMode: "closed", MaxAttempts: 2},
+		{Prefix: "/local", UpstreamURL: "http://127.0.0.1:9999", Dialect: "generic", CredentialFormat: "{}", FailMode: "closed", MaxAttempts: 2},
 	} {
-		if got := byPrefix[want.Prefix]; got != want {
+		if got := byPrefix[want.Prefix]; !reflect.DeepEqual(got, want) {
 			t.Errorf("route %s = %+v, want %+v", want.Prefix, got, want)
 		}
 	}
