@@ -351,19 +351,21 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
 	if r.ContentLength > limit {
 		return tooLarge
 	}
-	if g.opts.BodyReadTimeout > 0 {
-		rc := http.NewResponseController(w)
-		// Without support the server's own timeouts still apply; nothing to undo.
-		if rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout)) == nil {
-			defer rc.SetReadDeadline(time.Time{})
-		}
-	}
+	rc := http.NewResponseController(w)
+	// Without support the server's own timeouts still apply.
+	deadline := g.opts.BodyReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if deadline && err == nil {
+		// Only then: a connection whose body timed out must close, not wait
+		// for the rest of a body that is not coming.
+		rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return tooLarge
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
 			return &Error{Kind: KindTimeout, Status: http.StatusRequestTimeout, Message: "the request body did not arrive within " +
 				g.opts.BodyReadTimeout.String() + " (BODY_READ_TIMEOUT)"}
 		}

@@ -667,3 +667,39 @@ func BenchmarkAllowDone(b *testing.B) {
 		})
 	})
 }
+
+// TestReleaseFreesAProbeSlotAndCountsNothing: a probe whose caller went away
+// gives its slot back without closing or reopening the breaker.
+func TestReleaseFreesAProbeSlotAndCountsNothing(t *testing.T) {
+	t.Parallel()
+	clock := time.Unix(1_000_000, 0)
+	b := New(Settings{MinRequests: 1, FailureRatio: 0.5, Cooldown: time.Second, HalfOpenProbes: 1, CloseAfter: 1,
+		Now: func() time.Time { return clock }})
+	p, _ := b.Allow()
+	b.Done(p, false)
+	clock = clock.Add(time.Second)
+	probe, err := b.Allow()
+	if err != nil || b.State() != HalfOpen {
+		t.Fatalf("after the cooldown: %v in %s", err, b.State())
+	}
+	if _, err := b.Allow(); err != ErrOpen {
+		t.Fatalf("second probe while the only slot is taken: %v", err)
+	}
+	b.Release(probe)
+	if b.State() != HalfOpen {
+		t.Fatalf("Release moved the breaker to %s", b.State())
+	}
+	next, err := b.Allow()
+	if err != nil {
+		t.Fatalf("the released slot was not freed: %v", err)
+	}
+	b.Done(next, true)
+	if b.State() != Closed {
+		t.Fatalf("a successful probe after a release left it %s", b.State())
+	}
+	closedPermit, _ := b.Allow()
+	b.Release(closedPermit) // counts nothing while closed
+	if b.State() != Closed {
+		t.Fatalf("Release while closed moved it to %s", b.State())
+	}
+}
