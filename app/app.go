@@ -215,7 +215,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 		Handler: a.Routes(),
 		// Stops slow-header (slowloris) clients; no WriteTimeout, which would cut
 		// long streams.
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: a.cfg.ReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),

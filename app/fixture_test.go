@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,7 +68,12 @@ func newFixture(t *testing.T) *fixture {
 // replica starts another gateway on the fixture's database and Redis prefix. The
 // poll interval is long so that only LISTEN/NOTIFY can explain a fast reload.
 func (f *fixture) replica(t *testing.T) *apptest.Replica {
-	return apptest.Start(t, f.dbURL, map[string]string{
+	return f.replicaWith(t, nil)
+}
+
+// replicaWith is replica with more configuration variables.
+func (f *fixture) replicaWith(t *testing.T, extra map[string]string) *apptest.Replica {
+	env := map[string]string{
 		"ANTHROPIC_API_KEY":    anthropicSecret,
 		"OPENAI_API_KEY":       openaiSecret,
 		"CONFIG_POLL_INTERVAL": "10m",
@@ -76,7 +82,9 @@ func (f *fixture) replica(t *testing.T) *apptest.Replica {
 		// -race on two shared cores can stall a Redis call past the 150ms default;
 		// the bound itself is tested in TestRedisDown.
 		"REDIS_TIMEOUT": "2s",
-	})
+	}
+	maps.Copy(env, extra)
+	return apptest.Start(t, f.dbURL, env)
 }
 
 // anthropicRequest builds a Messages call the way the Anthropic SDK sends it.

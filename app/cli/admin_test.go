@@ -3,6 +3,7 @@ package cli_test
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,25 @@ func TestAdminEndToEnd(t *testing.T) {
 	}
 	wantOutput(t, "list routes", c.ok("admin", "list", "routes", "--team", "acme"), "PREFIX",
 		"/anthropic", "x-api-key from $ANTHROPIC_API_KEY (set)", "Authorization from $OPENAI_API_KEY (unset here)", "/local")
+
+	// Targets: a second provider account on the anthropic route, and probes.
+	wantOutput(t, "add-target", c.ok("admin", "add-target", "--team", "acme", "--prefix", "/anthropic",
+		"--upstream", "https://api.anthropic.com", "--credential-env", "TOLLGATE_CREDENTIAL_SECOND"),
+		"route /anthropic now also sends traffic to https://api.anthropic.com", "$TOLLGATE_CREDENTIAL_SECOND is NOT set")
+	wantOutput(t, "set-route", c.ok("admin", "set-route", "--team", "acme", "--prefix", "/anthropic", "--attempts", "3",
+		"--health-path", "/v1/models"), "route /anthropic: 3 attempts for idempotent requests, health probes /v1/models")
+	var routes []store.Route
+	c.json(&routes, "admin", "list", "routes", "--team", "acme")
+	if i := slices.IndexFunc(routes, func(r store.Route) bool { return r.Prefix == "/anthropic" }); i < 0 ||
+		len(routes[i].Targets) != 1 || routes[i].Targets[0].CredentialEnv != "TOLLGATE_CREDENTIAL_SECOND" ||
+		routes[i].MaxAttempts != 3 || routes[i].HealthPath != "/v1/models" {
+		t.Errorf("list routes --json = %+v", routes)
+	}
+	wantOutput(t, "list routes with a target", c.ok("admin", "list", "routes", "--team", "acme"),
+		"+ https://api.anthropic.com", "x-api-key from $TOLLGATE_CREDENTIAL_SECOND (unset here)", "/v1/models")
+	wantOutput(t, "remove-target", c.ok("admin", "remove-target", "--team", "acme", "--prefix", "/anthropic",
+		"--upstream", "https://api.anthropic.com", "--credential-env", "TOLLGATE_CREDENTIAL_SECOND"),
+		"route /anthropic no longer sends traffic to https://api.anthropic.com")
 
 	// Keys: shown once, never listed.
 	laptop := c.issue("--team", "acme", "--member", "alice@example.com", "--name", "laptop")
@@ -220,6 +240,13 @@ func TestAdminMistakes(t *testing.T) {
 		{"PresetCredentialSessionKey", []string{"admin", "add-route", "--team", "acme", "--preset", "anthropic", "--credential-env", "SESSION_KEY"}, false, `"SESSION_KEY"`},
 		{"ReservedPrefix", []string{"admin", "add-route", "--team", "acme", "--prefix", "/console", "--upstream", "http://127.0.0.1", "--dialect", "generic"}, false, "reserved"},
 		{"UnknownPreset", []string{"admin", "add-route", "--team", "acme", "--preset", "gemini"}, false, `unknown preset "gemini"`},
+		{"TargetNoRoute", []string{"admin", "add-target", "--team", "acme", "--prefix", "/nope", "--upstream", "http://127.0.0.1:9"}, false, "team acme has no route /nope"},
+		{"TargetMetadata", []string{"admin", "add-target", "--team", "acme", "--prefix", "/nope", "--upstream", "http://169.254.169.254"}, false, "link-local"},
+		{"TargetCredentialDatabaseURL", []string{"admin", "add-target", "--team", "acme", "--prefix", "/nope", "--upstream", "http://127.0.0.1:9",
+			"--credential-env", "DATABASE_URL"}, false, `credential variable "DATABASE_URL"`},
+		{"TargetMissingUpstream", []string{"admin", "add-target", "--team", "acme", "--prefix", "/x"}, true, "--upstream is required"},
+		{"RemoveUnknownTarget", []string{"admin", "remove-target", "--team", "acme", "--prefix", "/nope", "--upstream", "http://127.0.0.1:9"}, false, "has no such target"},
+		{"SetRouteAttempts", []string{"admin", "set-route", "--team", "acme", "--prefix", "/nope", "--attempts", "9"}, false, "team acme has no route /nope"},
 	}
 	t.Run("Cases", func(t *testing.T) { // returns once every parallel case has run
 		for _, tt := range tests {

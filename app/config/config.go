@@ -39,6 +39,9 @@ type Config struct {
 	// MaxInflatedBodyBytes bounds a compressed request body once inflated to
 	// estimate its cost (413 past it). MAX_INFLATED_BODY_BYTES, default 33554432.
 	MaxInflatedBodyBytes int64
+	// ReadHeaderTimeout bounds the arrival of a request's headers, so slow-header
+	// (slowloris) clients are cut. READ_HEADER_TIMEOUT, default 10s.
+	ReadHeaderTimeout time.Duration
 	// BodyReadTimeout bounds reading one request body (408 past it), so a
 	// client dribbling its body cannot hold a slot. BODY_READ_TIMEOUT, default
 	// 60s: 8 MiB at about 1 Mbit/s.
@@ -135,6 +138,7 @@ func Load(getenv func(string) string) (Config, error) {
 		KeyRotationGrace:         p.duration("KEY_ROTATION_GRACE", 24*time.Hour, 0),
 		MaxRequestBodyBytes:      p.bound("MAX_REQUEST_BODY_BYTES", 8<<20, 1024),
 		MaxInflatedBodyBytes:     p.bound("MAX_INFLATED_BODY_BYTES", 32<<20, 1024),
+		ReadHeaderTimeout:        p.duration("READ_HEADER_TIMEOUT", 10*time.Second, 100*time.Millisecond),
 		BodyReadTimeout:          p.boundDuration("BODY_READ_TIMEOUT", time.Minute, time.Second),
 		MaxResponseBytes:         p.bound("MAX_RESPONSE_BYTES", 128<<20, 1024),
 		MaxStreamBytes:           p.bound("MAX_STREAM_BYTES", 128<<20, 1024),

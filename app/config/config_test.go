@@ -56,6 +56,7 @@ func TestLoadDefaults(t *testing.T) {
 		KeyRotationGrace:         24 * time.Hour,
 		MaxRequestBodyBytes:      8 << 20,
 		MaxInflatedBodyBytes:     32 << 20,
+		ReadHeaderTimeout:        10 * time.Second,
 		BodyReadTimeout:          time.Minute,
 		MaxResponseBytes:         128 << 20,
 		MaxStreamBytes:           128 << 20,
