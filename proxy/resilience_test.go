@@ -454,7 +454,10 @@ func TestMemberQueue(t *testing.T) {
 	waitFor(t, func() bool { return arrived.Load() == 1 })
 	queued := make(chan string, 1)
 	start := time.Now()
-	go func() { code, _, body, _ := p.send(http.MethodPost, "/p/v1/messages"); queued <- fmt.Sprint(code, " ", body) }()
+	go func() {
+		code, _, body, _ := p.send(http.MethodPost, "/p/v1/messages")
+		queued <- fmt.Sprint(code, " ", body)
+	}()
 	waitFor(t, func() bool {
 		p.gw.members.mu.Lock()
 		defer p.gw.members.mu.Unlock()
