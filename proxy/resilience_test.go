@@ -257,7 +257,10 @@ func TestPowerOfTwoChoicesAvoidsTheBusyTarget(t *testing.T) {
 	p := newPoolGateway(t, Options{Resilience: ResilienceOptions{Breaker: quietBreaker}}, nil, slow.URL, fast.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for range 5 {
+	// Send requests one at a time until one is parked on the slow target; the
+	// others land on the idle fast one and finish.
+	for slow.Requests() == 0 {
+		sent := slow.Requests() + fast.Requests()
 		go func() {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/p/v1/messages", strings.NewReader("{}"))
 			req.Header.Set("x-api-key", p.key)
@@ -265,11 +268,7 @@ func TestPowerOfTwoChoicesAvoidsTheBusyTarget(t *testing.T) {
 				resp.Body.Close()
 			}
 		}()
-	}
-	// Until the slow target holds requests, some of those five may land on fast.
-	deadline := time.Now().Add(5 * time.Second)
-	for slow.Requests() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+		waitFor(t, func() bool { return slow.Requests()+fast.Requests() == sent+1 })
 	}
 	before := slow.Requests()
 	for i := range 30 {
