@@ -154,7 +154,10 @@ func (c *cluster) startGatewayWith(ctx context.Context, name string, args []stri
 		return gateway{}, err
 	}
 	env := []string{"DATABASE_URL=" + c.dbURL, "LISTEN_ADDR=127.0.0.1:" + port, "ANTHROPIC_API_KEY=" + c.credential,
-		"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n), "ADMIN_ADDR=127.0.0.1:" + adminPort}
+		"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n), "ADMIN_ADDR=127.0.0.1:" + adminPort,
+		// The scenarios measure what 5,000 streams from one member cost; the
+		// shedding bounds exist to refuse exactly that.
+		"MAX_IN_FLIGHT=0", "MEMBER_MAX_IN_FLIGHT=0"}
 	if shared {
 		env = append(env, "REDIS_URL="+c.redisURL, "REDIS_KEY_PREFIX="+c.prefix)
 	}
