@@ -19,6 +19,17 @@ type RouteRow struct {
 	CredentialSet bool
 	FailMode      string
 	EditURL       string
+	// Targets are the upstreams added beside Upstream (tollgate admin add-target).
+	Targets     []RouteTargetRow
+	MaxAttempts int
+	HealthPath  string // "" when probes are off
+}
+
+// RouteTargetRow is one more upstream of a route, with its own credential variable.
+type RouteTargetRow struct {
+	Upstream      string
+	CredentialEnv string
+	CredentialSet bool
 }
 
 // RouteForm adds a route (from a preset) or edits one.

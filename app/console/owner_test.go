@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tollgate/tollgate/app/store"
 )
 
 func TestCutOffAndRestore(t *testing.T) {
@@ -88,7 +91,23 @@ func TestRoutesShowWhetherTheCredentialIsSetNeverItsValue(t *testing.T) {
 		}
 	}
 
+	// A second account on the anthropic route shows as a target, with whether its variable is set.
+	team, err := e.st.FindTeam(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.AddRouteTarget(context.Background(), store.ActorCLI, team.ID, "/anthropic",
+		store.RouteTarget{UpstreamURL: "http://127.0.0.1:11", CredentialEnv: "TOLLGATE_CREDENTIAL_SECOND"}); err != nil {
+		t.Fatal(err)
+	}
 	page := owner.get("/console/routes")
+	target := strings.Join(strings.Fields(page.doc.Find(`[data-prefix="/anthropic"] [data-testid="route-target"]`).Text()), " ")
+	if target != "+ http://127.0.0.1:11 with $TOLLGATE_CREDENTIAL_SECOND not set" {
+		t.Errorf("anthropic route's target shows %q", target)
+	}
+	if got := strings.Join(strings.Fields(page.doc.Find(`[data-prefix="/anthropic"] [data-testid="route-resilience"]`).Text()), " "); got != "2 attempts for GET/HEAD/OPTIONS; health probes off" {
+		t.Errorf("anthropic route's resilience shows %q", got)
+	}
 	states := map[string]string{}
 	page.doc.Find(`[data-testid="route-row"]`).Each(func(_ int, s *goquery.Selection) {
 		states[s.AttrOr("data-prefix", "")] = strings.TrimSpace(s.Find(`[data-testid="credential-state"]`).Text())

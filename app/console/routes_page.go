@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -35,7 +36,13 @@ func (c *Console) renderRoutes(w http.ResponseWriter, r *http.Request, status in
 	for _, rt := range routes {
 		vm.Rows = append(vm.Rows, views.RouteRow{ID: rt.ID, Prefix: rt.Prefix, Upstream: rt.UpstreamURL, Dialect: rt.Dialect,
 			Header: rt.CredentialHeader, CredentialEnv: rt.CredentialEnv, CredentialSet: c.getenv(rt.CredentialEnv) != "",
-			FailMode: rt.FailMode, EditURL: Prefix + "/routes/" + strconv.FormatInt(rt.ID, 10)})
+			FailMode: rt.FailMode, EditURL: Prefix + "/routes/" + strconv.FormatInt(rt.ID, 10),
+			MaxAttempts: rt.MaxAttempts, HealthPath: rt.HealthPath})
+		row := &vm.Rows[len(vm.Rows)-1]
+		for _, tg := range rt.Targets {
+			env := cmp.Or(tg.CredentialEnv, rt.CredentialEnv)
+			row.Targets = append(row.Targets, views.RouteTargetRow{Upstream: tg.UpstreamURL, CredentialEnv: env, CredentialSet: c.getenv(env) != ""})
+		}
 	}
 	form.Action, form.Add = Prefix+"/routes", true
 	vm.Form = form
