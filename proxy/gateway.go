@@ -133,7 +133,7 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{opts: opts, inFlight: inFlightCap{limit: int64(opts.MaxInFlight)},
 		members: newMemberGates(opts.MemberMaxInFlight, opts.MemberQueueDepth, opts.MemberQueueWait)}
-	g.balancer = &balancer{next: opts.Transport, getenv: opts.Getenv,
+	g.balancer = &balancer{next: opts.Transport, getenv: opts.Getenv, log: opts.Logger,
 		ups: newUpstreams(opts.Resilience, opts.Now, opts.UpstreamObservers)}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        rewrite,

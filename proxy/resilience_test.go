@@ -159,6 +159,25 @@ func TestRetriedGETReachesAnotherTarget(t *testing.T) {
 	}
 }
 
+// TestRetriedGETSurvivesARefusedTarget: a transport error (nothing listens)
+// is retried like a 502; with retries switched off the caller sees the 502.
+func TestRetriedGETSurvivesARefusedTarget(t *testing.T) {
+	t.Parallel()
+	good := faulty.Flaky(t, "good", 0, 0)
+	refused := faulty.Refused(t)
+	opts := Options{Resilience: ResilienceOptions{Breaker: quietBreaker, EjectAfter: 1 << 30, RetryBackoff: time.Millisecond, MinRetries: 100}}
+	p := newPoolGateway(t, opts, func(r *Route) { r.MaxAttempts = 2 }, refused, good.URL)
+	for i := range 20 {
+		if code, _, body := p.call(t, http.MethodGet, "/p/v1/models"); code != http.StatusOK {
+			t.Fatalf("GET %d: %d %s", i, code, body)
+		}
+	}
+	once := newPoolGateway(t, opts, func(r *Route) { r.MaxAttempts = 1 }, refused)
+	if code, _, body := once.call(t, http.MethodGet, "/p/v1/models"); code != http.StatusBadGateway || !strings.Contains(body, "could not be reached") {
+		t.Fatalf("one attempt at a refused target: %d %s", code, body)
+	}
+}
+
 // TestPOSTIsNeverSentTwice: a paid POST that fails is answered with the
 // failure; it is never retried, on the same target or another.
 func TestPOSTIsNeverSentTwice(t *testing.T) {

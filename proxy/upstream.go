@@ -326,6 +326,7 @@ type balancer struct {
 	next   http.RoundTripper
 	ups    *upstreams
 	getenv func(string) string
+	log    *slog.Logger
 }
 
 // idempotent methods may be sent twice without doing twice what they ask.
@@ -344,12 +345,12 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 		budget.request(b.ups.now())
 	}
 	usable := func(tg *Target) bool { return route.CredentialHeader == "" || b.getenv(tg.CredentialEnv) != "" }
+	i, h, permit, err := b.ups.pick(route, 0, usable)
+	if err != nil {
+		return nil, err
+	}
 	var tried uint32
 	for n := 1; ; n++ {
-		i, h, permit, err := b.ups.pick(route, tried, usable)
-		if err != nil {
-			return nil, err
-		}
 		tried |= 1 << i
 		tg := &route.Targets[i]
 		req := out
@@ -365,18 +366,28 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 		b.aim(req, t, tg)
 		h.inFlight.Add(1)
 		resp, err := b.next.RoundTrip(req)
-		outcome := classify(ctx, resp, err)
-		b.ups.record(tg, h, permit, outcome)
+		b.ups.record(tg, h, permit, classify(ctx, resp, err))
 		again := retryable && n < route.MaxAttempts && ctx.Err() == nil &&
 			(err != nil || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout)
+		// The next target is chosen before this answer is dropped: with none
+		// available the caller gets this answer, not a refusal.
+		var nextI int
+		var nextH *health
+		var nextPermit breaker.Permit
+		if again {
+			var noTarget error
+			nextI, nextH, nextPermit, noTarget = b.ups.pick(route, tried, usable)
+			again = noTarget == nil
+		}
 		if again && !budget.allowRetry(b.ups.now(), b.ups.opts.RetryBudget, b.ups.opts.MinRetries) {
 			again = false
+			nextH.breaker.Release(nextPermit)
 			for _, o := range b.ups.observe {
 				o.RetryBudgetExhausted(route.Prefix)
 			}
 		}
 		if !again {
-			if err != nil {
+			if resp == nil {
 				h.inFlight.Add(-1)
 				return nil, err
 			}
@@ -392,10 +403,13 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 		for _, o := range b.ups.observe {
 			o.Retried(route.Prefix, tg.Upstream.Host)
 		}
-		t.log.Info("retrying upstream request", "attempt", n+1, "upstream", tg.Upstream.Host, "after", retryReason(resp, err))
+		b.log.Info("retrying upstream request", "request_id", t.requestID, "attempt", n+1, "upstream", tg.Upstream.Host,
+			"after", retryReason(resp, err), "next", route.Targets[nextI].Upstream.Host)
 		if !sleepCtx(ctx, b.backoff(n)) {
+			nextH.breaker.Release(nextPermit)
 			return nil, context.Cause(ctx)
 		}
+		i, h, permit = nextI, nextH, nextPermit
 	}
 }
 
