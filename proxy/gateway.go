@@ -161,6 +161,9 @@ type target struct {
 	credential string // the attempt's target's, set by the balancer
 	meter      meter
 	cancel     context.CancelCauseFunc
+	// ctx is the request's context as handed to ReverseProxy, before it adds
+	// its 1xx forwarding; attempts that may be retried use it.
+	ctx context.Context
 
 	// Set while proxying, read after ReverseProxy.ServeHTTP returns.
 	sent   atomic.Bool // request headers reached the upstream
@@ -287,7 +290,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		defer stop()
 	}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { t.sent.Store(true) }})
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, t)))
+	t.ctx = context.WithValue(ctx, targetKey{}, t)
+	g.proxy.ServeHTTP(w, r.WithContext(t.ctx))
 }
 
 // RunHealthProbes probes the targets of routes that have a health path every

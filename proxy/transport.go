@@ -71,12 +71,17 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	if n > 0 && b.timer != nil {
 		b.timer.Reset(b.timeout)
 	}
-	b.read += int64(n)
-	if b.limit > 0 && b.read > b.limit {
+	if b.limit > 0 && b.read+int64(n) > b.limit {
+		// Hand over what fits; the next Read finds nothing fits and ends it.
+		if keep := b.limit - b.read; keep > 0 {
+			b.read = b.limit
+			return int(keep), nil
+		}
 		tooLarge := &responseTooLarge{limit: b.limit, streamed: b.streamed}
 		b.cancel(tooLarge)
 		return 0, tooLarge
 	}
+	b.read += int64(n)
 	return n, err
 }
 

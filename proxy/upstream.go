@@ -163,38 +163,47 @@ func (h *health) ejected(now time.Time) bool {
 
 // pick chooses a target for the next attempt by power of two choices on
 // requests in flight, among targets not yet tried whose breaker lets a request
-// through. Ejected targets are skipped unless too few are healthy (panic mode).
+// through. Ejected targets are skipped unless too few of the route's targets
+// are healthy (panic mode). Once every target was tried, one may be reused.
 func (u *upstreams) pick(route *Route, tried uint32, usable func(*Target) bool) (int, *health, breaker.Permit, error) {
 	now := u.now()
-	var healthy, ready, all [MaxTargets]int
-	var nHealthy, nReady, nAll int
+	var healthy, ready [MaxTargets]int
+	var nHealthy, nReady, nUsable, nHealthyInRoute, nUntried int
 	var retryIn time.Duration
-	for pass := 0; pass < 2 && nAll == 0; pass++ {
-		for i := range route.Targets {
-			// Once every target was tried, a further attempt may reuse one.
-			if pass == 0 && tried&(1<<i) != 0 || !usable(&route.Targets[i]) {
-				continue
-			}
-			all[nAll] = i
-			nAll++
-			h := u.healthOf(&route.Targets[i])
-			if !h.breaker.Ready() {
-				if in := h.breaker.RetryIn(); retryIn == 0 || in < retryIn {
-					retryIn = in
-				}
-				continue
-			}
-			ready[nReady] = i
-			nReady++
-			if !h.ejected(now) {
-				healthy[nHealthy] = i
-				nHealthy++
-			}
+	for i := range route.Targets {
+		if usable(&route.Targets[i]) && tried&(1<<i) == 0 {
+			nUntried++
 		}
 	}
-	candidates := ready[:nReady]
-	if float64(nHealthy) >= u.opts.PanicThreshold*float64(nAll) && nHealthy > 0 {
-		candidates = healthy[:nHealthy]
+	for i := range route.Targets {
+		if !usable(&route.Targets[i]) {
+			continue
+		}
+		nUsable++
+		h := u.healthOf(&route.Targets[i])
+		isReady := h.breaker.Ready()
+		isHealthy := isReady && !h.ejected(now)
+		if isHealthy {
+			nHealthyInRoute++
+		}
+		if !isReady {
+			if in := h.breaker.RetryIn(); retryIn == 0 || in < retryIn {
+				retryIn = in
+			}
+		}
+		if !isReady || nUntried > 0 && tried&(1<<i) != 0 {
+			continue
+		}
+		ready[nReady] = i
+		nReady++
+		if isHealthy {
+			healthy[nHealthy] = i
+			nHealthy++
+		}
+	}
+	candidates := healthy[:nHealthy]
+	if nHealthyInRoute == 0 || float64(nHealthyInRoute) < u.opts.PanicThreshold*float64(nUsable) {
+		candidates = ready[:nReady]
 	}
 	for len(candidates) > 0 {
 		j := u.choose(route, candidates)
@@ -349,13 +358,18 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	req := out
+	if retryable {
+		// Without ReverseProxy's 1xx forwarding: an attempt that is retried must
+		// not have sent the caller anything, not even early hints.
+		req = out.WithContext(t.ctx)
+	}
 	var tried uint32
 	for n := 1; ; n++ {
 		tried |= 1 << i
 		tg := &route.Targets[i]
-		req := out
 		if n > 1 {
-			req = out.Clone(ctx)
+			req = out.Clone(t.ctx)
 			if out.GetBody != nil {
 				if req.Body, err = out.GetBody(); err != nil {
 					b.ups.record(tg, h, permit, attemptNeutral)
@@ -366,6 +380,11 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 		b.aim(req, t, tg)
 		h.inFlight.Add(1)
 		resp, err := b.next.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+			// The gateway never asks for an upgrade (checkRequestShape refuses it).
+			resp.Body.Close()
+			resp, err = nil, errUnaskedUpgrade
+		}
 		b.ups.record(tg, h, permit, classify(ctx, resp, err))
 		again := retryable && n < route.MaxAttempts && ctx.Err() == nil &&
 			(err != nil || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout)
@@ -395,8 +414,11 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		if resp != nil {
-			// Drain a little so the connection can be reused, then let it go.
-			io.CopyN(io.Discard, resp.Body, 4<<10)
+			// A small answer is read so the connection can be reused; a larger or
+			// unannounced one might stall, so its connection is dropped instead.
+			if resp.ContentLength >= 0 && resp.ContentLength <= 4<<10 {
+				io.Copy(io.Discard, resp.Body)
+			}
 			resp.Body.Close()
 		}
 		h.inFlight.Add(-1)
@@ -494,34 +516,56 @@ func (b *inFlightBody) Close() error {
 }
 
 // probe GETs each target of every route with a health path, and takes a target
-// out of rotation while its probe fails (a transport error or a 5xx).
+// out of rotation while any of its probes fails (a transport error or a 5xx).
+// A target no route probes any more is back in rotation.
 func (b *balancer) probe(ctx context.Context, snap *Snapshot, log *slog.Logger) {
-	seen := make(map[string]bool)
-	var wg sync.WaitGroup
+	type check struct {
+		route  Route
+		target Target
+	}
+	checks := make(map[string]check) // target id + health path: each probed once
 	for _, route := range snap.allRoutes() {
 		if route.HealthPath == "" {
 			continue
 		}
-		for i := range route.Targets {
-			tg := route.Targets[i]
-			if seen[tg.id] || route.CredentialHeader != "" && b.getenv(tg.CredentialEnv) == "" {
-				continue
+		for _, tg := range route.Targets {
+			if route.CredentialHeader == "" || b.getenv(tg.CredentialEnv) != "" {
+				checks[tg.id+" "+route.HealthPath] = check{route, tg}
 			}
-			seen[tg.id] = true
-			wg.Go(func() {
-				h := b.ups.healthOf(&tg)
-				healthy := b.probeOne(ctx, route, &tg)
-				if was := !h.probeDown.Swap(!healthy); was != healthy {
-					if healthy {
-						log.Info("upstream health probe passes again", "upstream", tg.Upstream.Host, "credential_env", tg.CredentialEnv)
-					} else {
-						log.Warn("upstream health probe failed; target out of rotation", "upstream", tg.Upstream.Host, "credential_env", tg.CredentialEnv)
-					}
-				}
-			})
 		}
 	}
+	var mu sync.Mutex
+	down := make(map[string]bool) // target id -> a probe failed
+	var wg sync.WaitGroup
+	for _, c := range checks {
+		wg.Go(func() {
+			healthy := b.probeOne(ctx, c.route, &c.target)
+			mu.Lock()
+			down[c.target.id] = down[c.target.id] || !healthy
+			mu.Unlock()
+		})
+	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		return // cut short by shutdown: the failures say nothing
+	}
+	for _, c := range checks {
+		h := b.ups.healthOf(&c.target)
+		isDown := down[c.target.id]
+		if was := h.probeDown.Swap(isDown); was != isDown {
+			if isDown {
+				log.Warn("upstream health probe failed; target out of rotation", "upstream", c.target.Upstream.Host, "credential_env", c.target.CredentialEnv)
+			} else {
+				log.Info("upstream health probe passes again", "upstream", c.target.Upstream.Host, "credential_env", c.target.CredentialEnv)
+			}
+		}
+	}
+	b.ups.health.Range(func(id, h any) bool {
+		if _, probed := down[id.(string)]; !probed {
+			h.(*health).probeDown.Store(false)
+		}
+		return true
+	})
 }
 
 func (b *balancer) probeOne(ctx context.Context, route Route, tg *Target) bool {
@@ -545,6 +589,8 @@ func (b *balancer) probeOne(ctx context.Context, route Route, tg *Target) bool {
 	resp.Body.Close()
 	return resp.StatusCode < 500
 }
+
+var errUnaskedUpgrade = errors.New("the upstream switched protocols though the gateway never asks it to")
 
 // errRequestCeiling ends a request that outlived RequestTimeout.
 var errRequestCeiling = errors.New("the request exceeded the gateway's overall time limit")

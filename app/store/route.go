@@ -251,6 +251,10 @@ func (s *Store) AddRouteTarget(ctx context.Context, actor Actor, teamID int64, p
 		if err != nil {
 			return err
 		}
+		// The route's own variable is spelled "", so one target cannot be listed twice.
+		if target.CredentialEnv == r.CredentialEnv {
+			target.CredentialEnv = ""
+		}
 		if target.CredentialEnv != "" && r.CredentialHeader == "" {
 			return invalid("credential_env", "route %s injects no credential, so its targets cannot carry one", prefix)
 		}
@@ -288,6 +292,9 @@ func (s *Store) RemoveRouteTarget(ctx context.Context, actor Actor, teamID int64
 		r, err := s.routeByPrefix(ctx, tx, teamID, prefix)
 		if err != nil {
 			return err
+		}
+		if target.CredentialEnv == r.CredentialEnv {
+			target.CredentialEnv = ""
 		}
 		if _, err := s.q.RouteTargetRemove(ctx, tx, db.RouteTargetRemoveParams{TeamID: teamID, RouteID: r.ID,
 			UpstreamUrl: target.UpstreamURL, CredentialEnv: target.CredentialEnv}); err != nil {
