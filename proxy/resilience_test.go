@@ -388,6 +388,20 @@ func TestUpstreamFaults(t *testing.T) {
 			return s.URL, s
 		}, opts: Options{RequestTimeout: 600 * time.Millisecond, StreamIdleTimeout: time.Minute},
 			method: http.MethodPost, body: ": dribble", within: 2 * time.Second},
+		{name: "UnaskedUpgrade", upstream: func(t *testing.T) (string, *faulty.Server) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n")
+				buf.Flush()
+				time.Sleep(100 * time.Millisecond)
+			}))
+			t.Cleanup(srv.Close)
+			return srv.URL, nil
+		}, method: http.MethodGet, status: http.StatusBadGateway, body: "could not be reached", within: 2 * time.Second},
 		{name: "DribbleHitsStreamBytes", upstream: func(t *testing.T) (string, *faulty.Server) {
 			s := faulty.Dribble(t, time.Millisecond)
 			return s.URL, s
@@ -423,6 +437,9 @@ func TestUpstreamFaults(t *testing.T) {
 			if srv != nil && srv.BytesWritten() > 64<<20 {
 				t.Errorf("the upstream sent %d bytes: the gateway kept reading past its bound", srv.BytesWritten())
 			}
+			// Whatever happened, the target no longer counts the request as in flight.
+			h := p.gw.balancer.ups.healthOf(&p.snap.routes[1][0].Targets[0])
+			waitFor(t, func() bool { return h.inFlight.Load() == 0 })
 		})
 	}
 }
