@@ -2,6 +2,8 @@ package limiter_test
 
 import (
 	"context"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +98,71 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatalf("revoke on paused Redis: %v after %s; want an error within %s", err, took, timeout)
 	}
 	srv.Resume()
+}
+
+// TestAdmitPastTimeout: an admission that Redis answers only after the caller
+// gave up (a paused Redis) is refused as unavailable within the timeout, keeps
+// its connection (no redial once Redis answers again), and leaves no slot,
+// hold or TPM reservation behind: the late admission is settled for nothing.
+func TestAdmitPastTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 100 * time.Millisecond
+	srv := redistest.StartServer(t)
+	dials := &dialCount{}
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, PoolTimeout: timeout})
+	client.AddHook(dials)
+	t.Cleanup(func() { _ = client.Close() })
+	l := limiter.NewRedis(client, limiter.RedisOptions{Prefix: "late:", Timeout: timeout})
+	request := func() limiter.Request {
+		return limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Lease: time.Hour, Hold: 5, Tokens: 10,
+			MemberPolicy: limiter.Policy{Concurrency: 1, TokensPerMinute: 10, Budget: budget(5, limiter.PeriodTotal)}}
+	}
+	rebuildEmpty(t, l, "team", nil)
+	first := request()
+	d := admit(t, l, first)
+	settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: first.RequestID, Epoch: d.Epoch})
+
+	srv.Pause()
+	d, err := l.Admit(context.Background(), request())
+	if err == nil || d.Allowed || d.Reason != limiter.ReasonUnavailable {
+		t.Fatalf("admit on paused Redis: %+v, %v; want unavailable", d, err)
+	}
+	time.Sleep(2 * timeout)
+	srv.Resume()
+	// The late admission took the one slot, the whole budget and every TPM token;
+	// once it is released the next request gets all three.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		next := request()
+		d, err = l.Admit(context.Background(), next)
+		if err == nil && d.Allowed {
+			settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: next.RequestID, Epoch: d.Epoch})
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Redis answered again: %+v, %v; the late admission was not released", d, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Another connection may have been dialled while the late call held the first;
+	// none may have been closed.
+	if open := int64(client.PoolStats().TotalConns); open != dials.n.Load() {
+		t.Errorf("%d connections open of %d dialled; want the timed-out call's connection kept", open, dials.n.Load())
+	}
+}
+
+// dialCount counts the connections a client dials.
+type dialCount struct{ n atomic.Int64 }
+
+func (h *dialCount) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		h.n.Add(1)
+		return next(ctx, network, addr)
+	}
+}
+
+func (h *dialCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *dialCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

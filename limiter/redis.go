@@ -230,9 +230,22 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 	return d, nil
 }
 
+// admit runs ADMIT, waiting for it at most the timeout. A call the caller stopped
+// waiting for still finishes (see detach); if Redis admitted it, it is settled at
+// once for nothing, so a request answered "unavailable" leaves no hold or slot
+// behind to be charged when its lease ends.
 func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
+	return detach(ctx, r.timeout, func(ctx context.Context) (Decision, error) { return r.admitCall(ctx, req) },
+		func(d Decision) {
+			if d.Allowed {
+				ctx, cancel := context.WithTimeout(context.Background(), detachedTimeout)
+				defer cancel()
+				_, _ = r.settle(ctx, Settlement{Team: req.Team, Member: req.Member, RequestID: req.RequestID, Epoch: d.Epoch})
+			}
+		})
+}
+
+func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), nums: make([]byte, 16, 8*16)}
 	base := r.teamBase(req.Team)
 	a.keys[0], a.keys[1] = base+"revoked:"+req.KeyID, base+"cutoff:"+req.Member
@@ -400,14 +413,24 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 // so a replay within SettledWindow is not charged; a replay of a settle made before
 // the loss, arriving after the rebuild, finds no trace and is charged again (an
 // over-count, never an under-count).
+//
+// A settle Redis does not answer within the timeout returns an error, but goes on
+// to apply if Redis answers within detachedTimeout.
 func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) {
 	if err := s.validate(); err != nil {
 		return SettleResult{}, fmt.Errorf("limiter: settle: %w", err)
 	}
 	// The slot may have come from the twin while Redis was unreachable.
 	r.fallback.releaseSlots(s.Team, s.Member, s.RequestID)
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
+	res, err := detach(ctx, r.timeout, func(ctx context.Context) (SettleResult, error) { return r.settle(ctx, s) }, nil)
+	if err != nil {
+		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
+	}
+	return res, nil
+}
+
+// settle runs SETTLE on ctx, which detach bounds.
+func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) {
 	base := r.teamBase(s.Team)
 	member := base + "m:" + s.Member + ":"
 	keys := []string{base + "epoch", base + "holds", base + "leases", base + "settled",
@@ -416,12 +439,67 @@ func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) 
 	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
 		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
 	if err != nil {
-		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
+		return SettleResult{}, err
 	}
 	if len(v) != 3 {
-		return SettleResult{}, fmt.Errorf("limiter: settle: unexpected reply %v", v)
+		return SettleResult{}, fmt.Errorf("unexpected reply %v", v)
 	}
 	return SettleResult{Applied: v[0] == 1, Known: v[1] == 1, Lost: v[2] == 1}, nil
+}
+
+// detachedTimeout bounds a script call that its caller stopped waiting for.
+const detachedTimeout = 5 * time.Second
+
+// detach runs call and returns its result, or gives up after wait (or when ctx
+// ends) with context.DeadlineExceeded (or ctx's error). The call itself runs on
+// a context of its own, bounded by detachedTimeout, and finishes even after its
+// caller gave up; late, if not nil, then receives its result.
+//
+// Why: go-redis closes a connection whose call outlives the call's context, and
+// the next call dials a new one (TCP, HELLO, CLIENT SETINFO). Under load, a burst
+// of calls past REDIS_TIMEOUT became a burst of redials, which took pool turns and
+// CPU from the calls behind them, which then timed out too: the loadtest's
+// streamed phase saw thousands of dials and pool waits averaging over 100 ms. A
+// caller that stops waiting now costs nothing but its own answer; the connection
+// reads its reply and goes back to the pool. The wait for a pooled connection is
+// bounded separately (the client's PoolTimeout; REDIS_TIMEOUT in the app), so a
+// call abandoned before it was sent does not queue on.
+func detach[T any](ctx context.Context, wait time.Duration, call func(context.Context) (T, error), late func(T)) (T, error) {
+	var (
+		v     T
+		err   error
+		taken atomic.Bool // set by whichever comes first: the result, or the caller giving up
+		done  = make(chan struct{})
+	)
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
+		v, err = call(cctx)
+		cancel()
+		if taken.CompareAndSwap(false, true) {
+			close(done)
+			return
+		}
+		if late != nil && err == nil {
+			late(v)
+		}
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var gaveUp error
+	select {
+	case <-done:
+		return v, err
+	case <-timer.C:
+		gaveUp = context.DeadlineExceeded
+	case <-ctx.Done():
+		gaveUp = ctx.Err()
+	}
+	if taken.CompareAndSwap(false, true) {
+		var zero T
+		return zero, gaveUp
+	}
+	<-done // the result won the race
+	return v, err
 }
 
 // Rebuild restores the team's spend counters (and mirrored revocations and cut-offs)

@@ -125,7 +125,7 @@ func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Ou
 	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
 		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
 	if err != nil {
-		t.log.Error("settle failed; the hold stays until its lease ends and is then charged in full", "err", err)
+		t.log.Error("settle failed or timed out; unless it applies late, the hold stays until its lease ends and is then charged in full", "err", err)
 	}
 	if !t.meter.paid {
 		return
