@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,6 +14,14 @@ import (
 // admit runs the one admission call for a request (rebuilding the team's
 // counters first if Redis lost them) and writes its rate-limit and budget
 // headers. On refusal it answers the caller and returns false.
+// AdmissionFailedMsg and SettleFailedMsg are the messages of the error lines for
+// a limiter call that failed. A Redis outage repeats them for every request, so
+// the app folds their bursts (observe.DefaultFold).
+const (
+	AdmissionFailedMsg = "admission failed"
+	SettleFailedMsg    = "settle failed or timed out; unless it applies late, the hold stays until its lease ends and is then charged in full"
+)
+
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, member Member, team Team, t *target) (limiter.Decision, bool) {
 	req := limiter.Request{
 		Team:         t.team(),
@@ -36,7 +45,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		}
 	}
 	if err != nil {
-		t.log.Error("admission failed", "err", err, "fail_open", t.route.FailOpen, "allowed", dec.Allowed)
+		g.opts.Logger.LogAttrs(r.Context(), slog.LevelError, AdmissionFailedMsg, slog.String("request_id", t.requestID),
+			slog.Any("err", err), slog.Bool("fail_open", t.route.FailOpen), slog.Bool("allowed", dec.Allowed))
 	}
 	if len(dec.Expired) > 0 {
 		g.recordExpired(t.key.TeamID, dec.Expired)

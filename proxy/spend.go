@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -125,7 +126,7 @@ func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Ou
 	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
 		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
 	if err != nil {
-		t.log.Error("settle failed or timed out; unless it applies late, the hold stays until its lease ends and is then charged in full", "err", err)
+		g.opts.Logger.LogAttrs(ctx, slog.LevelError, SettleFailedMsg, slog.String("request_id", t.requestID), slog.Any("err", err))
 	}
 	if !t.meter.paid {
 		return
