@@ -37,7 +37,7 @@ type fixture struct {
 	gw          *apptest.Replica
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dbURL: dbtest.Schema(t), redisPrefix: redistest.Prefix(t)}
@@ -66,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 
 // replica starts another gateway on the fixture's database and Redis prefix. The
 // poll interval is long so that only LISTEN/NOTIFY can explain a fast reload.
-func (f *fixture) replica(t *testing.T) *apptest.Replica {
+func (f *fixture) replica(t testing.TB) *apptest.Replica {
 	return apptest.Start(t, f.dbURL, map[string]string{
 		"ANTHROPIC_API_KEY":    anthropicSecret,
 		"OPENAI_API_KEY":       openaiSecret,
