@@ -58,7 +58,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 	if dec.Allowed {
 		return dec, true
 	}
-	t.log.Info("request refused", "reason", string(dec.Reason), "scope", string(dec.Scope), "member_id", t.key.MemberID)
+	g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", t.requestID),
+		slog.String("reason", string(dec.Reason)), slog.String("scope", string(dec.Scope)), slog.Int64("member_id", t.key.MemberID))
 	switch dec.Reason {
 	case limiter.ReasonRevoked:
 		WriteError(w, d, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"})
@@ -115,9 +116,11 @@ func setRateHeaders(h http.Header, d limiter.Decision) {
 	if d.Limit == 0 || d.Reason == limiter.ReasonConcurrency || d.Reason == limiter.ReasonTPM {
 		return
 	}
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+	// Assigned in canonical form (what Set would store), which skips
+	// canonicalising names that are not already canonical on every request.
+	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(d.Limit, 10)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(d.Remaining, 10)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(d.Reset), 10)}
 }
 
 // setRetryHeaders writes both forms the official SDKs read: Retry-After in whole

@@ -4,7 +4,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -121,7 +120,6 @@ const RequestIDHeader = "X-Tollgate-Request-Id"
 type target struct {
 	requestID  string
 	start      time.Time
-	log        *slog.Logger
 	key        Key
 	route      Route
 	rest       string // escaped path below the route prefix
@@ -157,7 +155,6 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	o.RequestID = requestID
 	w.Header().Set(RequestIDHeader, requestID)
 	dialect := guessDialect(r)
-	log := g.opts.Logger.With("request_id", requestID)
 	refuse := func(d Dialect, code string, err *Error) {
 		o.Refusal = code
 		WriteError(w, d, err)
@@ -172,7 +169,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	// Set for a revoked, expired or cut-off key too: its caller proved they hold it.
 	o.TeamID, o.MemberID, o.KeyID = key.TeamID, key.MemberID, key.ID
 	if err != nil {
-		log.Info("request refused", "reason", err.Message, "status", err.status())
+		g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", requestID),
+			slog.String("reason", err.Message), slog.Int("status", err.status()))
 		o.CredentialFault = err.fault
 		refuse(dialect, err.code, err)
 		return
@@ -192,17 +190,18 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 			secret = g.opts.Getenv(route.CredentialEnv)
 		}
 		if secret == "" {
-			log.Error("provider credential missing", "route", route.Prefix, "env", route.CredentialEnv)
+			g.opts.Logger.Error("provider credential missing", "request_id", requestID, "route", route.Prefix, "env", route.CredentialEnv)
 			refuse(dialect, "no_credential", &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + route.CredentialEnv})
 			return
 		}
 		credential = strings.Replace(route.CredentialFormat, "{}", secret, 1)
 	}
-	if err := g.readBody(w, r); err != nil {
-		refuse(dialect, "bad_body", err)
+	body, berr := g.readBody(w, r)
+	if berr != nil {
+		refuse(dialect, "bad_body", berr)
 		return
 	}
-	m, merr := g.meterRequest(r, route, rest, snap)
+	m, merr := g.meterRequest(r, body, route, rest, snap)
 	if merr != nil {
 		refuse(dialect, "bad_body", merr)
 		return
@@ -213,7 +212,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		refuse(dialect, "ledger_unavailable", &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
 		return
 	}
-	t := &target{requestID: requestID, start: time.Now().UTC(), log: log, key: key, route: route, rest: rest,
+	t := &target{requestID: requestID, start: time.Now().UTC(), key: key, route: route, rest: rest,
 		credential: credential, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
@@ -280,27 +279,51 @@ func hasDotSegment(escapedPath string) bool {
 }
 
 // readBody reads the bounded body so it is forwarded with a known length and can
-// be inspected before anything goes upstream.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
+// be inspected before anything goes upstream; it returns the body, which the
+// request then carries (setBody).
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil
+		return nil, nil
 	}
-	tooLarge := &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(g.opts.MaxBodyBytes, 10) + " bytes"}
 	if r.ContentLength > g.opts.MaxBodyBytes {
-		return tooLarge
+		return nil, g.bodyTooLarge()
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return tooLarge
+			return nil, g.bodyTooLarge()
 		}
-		return &Error{Kind: KindInvalidRequest, Message: "could not read the request body"}
+		return nil, &Error{Kind: KindInvalidRequest, Message: "could not read the request body"}
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
 	r.Header.Del("Transfer-Encoding")
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return nil
+	setBody(r, body)
+	return body, nil
+}
+
+func (g *Gateway) bodyTooLarge() *Error {
+	return &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(g.opts.MaxBodyBytes, 10) + " bytes"}
+}
+
+// readAll is io.ReadAll into one buffer of the declared length (plus one byte to
+// see the end) when the caller declared it, instead of growing from 512 bytes.
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	if declared < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // a body longer than declared: let append grow it
+		}
+	}
 }
 
 // Headers that may carry a caller's credential; none of them goes upstream.
@@ -387,8 +410,12 @@ func redact(s, secret string) string {
 	return strings.ReplaceAll(s, secret, "[redacted]")
 }
 
+// newRequestID is "req_" and 24 random hex digits, built in one allocation.
 func newRequestID() string {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return "req_" + hex.EncodeToString(b)
+	var raw [12]byte
+	rand.Read(raw[:])
+	var id [4 + 24]byte
+	copy(id[:], "req_")
+	hex.Encode(id[4:], raw[:])
+	return string(id[:])
 }
