@@ -26,7 +26,7 @@ func BenchmarkGatewayPaidPOST(b *testing.B) {
 	ctx := context.Background()
 	budget, teamBudget := int64(1_000_000_000_000), int64(2_000_000_000_000)
 	if _, err := f.st.SetMemberLimits(ctx, store.ActorCLI, f.team.ID, f.member.ID, store.Limits{RateAlgorithm: "token_bucket",
-		RateLimit: 1_000_000, RatePeriod: time.Second, TokensPerMinute: 1_000_000_000, Budget: &budget, BudgetPeriod: "total"}); err != nil {
+		RateLimit: 1_000_000, RatePeriod: time.Second, TokensPerMinute: 30_000_000, Budget: &budget, BudgetPeriod: "total"}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := f.st.SetTeamLimits(ctx, store.ActorCLI, f.team.ID, store.Limits{RatePeriod: time.Second, Budget: &teamBudget,
