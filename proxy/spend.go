@@ -116,8 +116,8 @@ func setBody(r *http.Request, body []byte) {
 // provider reported, and records the ledger row. It runs detached from the
 // request's context: a client hanging up must not skip it.
 func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Outcome) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-	defer cancel()
+	// The limiter bounds its own call (REDIS_TIMEOUT); the ledger never blocks.
+	ctx := context.WithoutCancel(r.Context())
 	status, cost, tokens, used := t.outcome()
 	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
 	o.UpstreamError = t.failed
