@@ -251,24 +251,26 @@ func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
 
 func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), nums: make([]byte, 16, 8*16)}
-	base := r.teamBase(req.Team)
-	a.keys[0], a.keys[1] = base+"revoked:"+req.KeyID, base+"cutoff:"+req.Member
+	kb := &a.kb
+	kb.sb.Grow(14*(len(r.prefix)+len(req.Team)+20) + 4*len(req.Member) + len(req.KeyID))
+	base := kb.key(r.prefix, "{t:", req.Team, "}:")
+	a.keys[0], a.keys[1] = kb.key(base, "revoked:", req.KeyID), kb.key(base, "cutoff:", req.Member)
 	putNum(a.nums[0:], micros(req.Lease))
 	ledger := req.ledger()
 	if ledger {
-		a.keys = append(a.keys, base+"epoch")
+		a.keys = append(a.keys, kb.key(base, "epoch"))
 		a.spec = append(a.spec, '$')
 		a.num(req.Hold)
 		a.num(req.Tokens)
 	}
-	a.policy(&req.MemberPolicy, base+"m:"+req.Member+":", 0)
-	a.policy(&req.TeamPolicy, base+"team:", 'a'-'A')
+	a.policy(&req.MemberPolicy, kb.key(base, "m:", req.Member, ":"), 0)
+	a.policy(&req.TeamPolicy, kb.key(base, "team:"), 'a'-'A')
 	putNum(a.nums[8:], int64(len(a.keys)))
 	a.keys = append(a.keys, a.other...)
 	args := []any{r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums}
 	if ledger {
-		a.keys = append(a.keys, base+"holds", base+"leases", base+"settled",
-			base+"spend:total", base+"spend:daily", base+"spend:monthly")
+		a.keys = append(a.keys, kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
+			kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly"))
 		args = append(args, req.Meta)
 	}
 	v, err := admitScript.Run(ctx, r.client, a.keys, args...).Slice()
@@ -283,6 +285,21 @@ func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 type admitCall struct {
 	keys, other []string
 	spec, nums  []byte
+	kb          keyBuf
+}
+
+// keyBuf builds a call's keys as substrings of one string, so that its dozen keys
+// cost one allocation rather than a dozen. A strings.Builder never rewrites bytes
+// it has written, so each key stays valid (and immutable) as more are added; Grow
+// it first, or a key taken before it grows keeps the old buffer alive.
+type keyBuf struct{ sb strings.Builder }
+
+func (k *keyBuf) key(parts ...string) string {
+	start := k.sb.Len()
+	for _, p := range parts {
+		k.sb.WriteString(p)
+	}
+	return k.sb.String()[start:]
 }
 
 // num appends v as a little-endian double, which the script unpacks exactly:
@@ -297,12 +314,12 @@ func putNum(b []byte, v int64) { binary.LittleEndian.PutUint64(b, math.Float64bi
 // team's (upper-case spec entries).
 func (a *admitCall) policy(p *Policy, base string, upper byte) {
 	if (p.Rate != nil && p.Rate.Algorithm == AlgorithmTokenBucket) || p.Concurrency > 0 {
-		a.keys = append(a.keys, base+"st")
+		a.keys = append(a.keys, a.kb.key(base, "st"))
 	}
 	if r := p.Rate; r != nil {
 		if r.Algorithm == AlgorithmSlidingWindow {
 			a.spec = append(a.spec, 'w'-upper)
-			a.other = append(a.other, base+"sw")
+			a.other = append(a.other, a.kb.key(base, "sw"))
 			a.num(r.Limit)
 			a.num(micros(r.Period))
 		} else {
@@ -314,12 +331,12 @@ func (a *admitCall) policy(p *Policy, base string, upper byte) {
 	}
 	if p.Concurrency > 0 {
 		a.spec = append(a.spec, 'c'-upper)
-		a.other = append(a.other, base+"conc")
+		a.other = append(a.other, a.kb.key(base, "conc"))
 		a.num(p.Concurrency)
 	}
 	if p.TokensPerMinute > 0 {
 		a.spec = append(a.spec, 't'-upper)
-		a.keys = append(a.keys, base+"tpm")
+		a.keys = append(a.keys, a.kb.key(base, "tpm"))
 		a.num(p.TokensPerMinute)
 	}
 	if b := p.Budget; b != nil {
@@ -555,11 +572,13 @@ func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) 
 
 // settle runs SETTLE on ctx, which call bounds.
 func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) {
-	base := r.teamBase(s.Team)
-	member := base + "m:" + s.Member + ":"
-	keys := []string{base + "epoch", base + "holds", base + "leases", base + "settled",
-		member + "conc", base + "team:conc", member + "tpm", base + "team:tpm",
-		base + "spend:total", base + "spend:daily", base + "spend:monthly"}
+	var kb keyBuf
+	kb.sb.Grow(12 * (len(r.prefix) + len(s.Team) + len(s.Member) + 16))
+	base := kb.key(r.prefix, "{t:", s.Team, "}:")
+	member := kb.key(base, "m:", s.Member, ":")
+	keys := []string{kb.key(base, "epoch"), kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
+		kb.key(member, "conc"), kb.key(base, "team:conc"), kb.key(member, "tpm"), kb.key(base, "team:tpm"),
+		kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly")}
 	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
 		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
 	if err != nil {
