@@ -80,10 +80,6 @@ func redisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
 		// Without this, go-redis ignores context deadlines on the socket and a slow
 		// Redis would hold requests past REDIS_TIMEOUT.
 		ContextTimeoutEnabled: true,
-		// Under pressure the limiter lets a call its caller gave up on finish on its
-		// connection (limiter's call and detach), so the wait for a free connection
-		// needs its own bound: a call not sent within REDIS_TIMEOUT is not sent.
-		PoolTimeout: cfg.RedisTimeout,
 	}
 	if e.TLS {
 		// ServerName stays empty: each connection verifies the host it dials,

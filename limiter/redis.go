@@ -157,7 +157,6 @@ type Redis struct {
 
 	failOpenAllowed, failOpenRefused, failClosed, cachedRefusals atomic.Uint64
 	lateReleases                                                 atomic.Int64 // releaseLate goroutines running
-	pressureUntil                                                atomic.Int64 // unix ns until which calls run detached (see call)
 }
 
 var _ Limiter = (*Redis)(nil)
@@ -228,25 +227,19 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			// The script refused the request id itself: not an outage.
 			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
 		}
+		if isTimeout(err) {
+			r.releaseLate(req.Team, req.Member, req.RequestID)
+		}
 		return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
 	}
 	r.refusals.put(&req, d, sent)
 	return d, nil
 }
 
-// admit runs ADMIT (see call). An admission the caller stopped waiting for may
-// still run in Redis; it is then settled for nothing, so a request answered
-// "unavailable" leaves no hold or slot behind to be charged when its lease ends.
 func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
-	return call(ctx, r, func(ctx context.Context) (Decision, error) { return r.admitCall(ctx, req) },
-		func(d Decision) {
-			if d.Allowed {
-				ctx, cancel := context.WithTimeout(context.Background(), detachedTimeout)
-				defer cancel()
-				_, _ = r.Settle(ctx, Settlement{Team: req.Team, Member: req.Member, RequestID: req.RequestID, Epoch: d.Epoch})
-			}
-		},
-		func() { r.releaseLate(req.Team, req.Member, req.RequestID) })
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	return r.admitCall(ctx, req)
 }
 
 func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
@@ -442,8 +435,7 @@ const maxLateReleases = 256
 // of its lease, and a concurrency slot taken until then, for a request answered
 // "unavailable". A settle of a request id never admitted changes nothing, so it
 // is tried at once and again later, in case the admission ran after the first
-// try. (A detached call (see call) knows when its admission ran, and settles it
-// once, then.)
+// try.
 func (r *Redis) releaseLate(team, member, requestID string) {
 	if r.lateReleases.Add(1) > maxLateReleases {
 		r.lateReleases.Add(-1)
@@ -458,90 +450,6 @@ func (r *Redis) releaseLate(team, member, requestID string) {
 			cancel()
 		}
 	}()
-}
-
-// pressureWindow is how long calls run detached after one timed out (see call).
-const pressureWindow = 10 * time.Second
-
-// detachedTimeout bounds a detached call that its caller stopped waiting for.
-const detachedTimeout = 5 * time.Second
-
-// call runs f bounded by the limiter's timeout. Normally f runs on the caller's
-// goroutine with the timeout as its context's deadline, the cheapest way. But
-// go-redis closes a connection whose call outlives its context, and the next
-// call dials anew (TCP, HELLO, CLIENT SETINFO): under overload (loadtest,
-// streamed phase on a saturated 2-core machine) a burst of timeouts became
-// thousands of redials a phase, 14% of the gateway's CPU, holding pool turns
-// while the calls queued behind them timed out in turn. So once a call has
-// timed out, calls run detached (see detach) for pressureWindow, each extending
-// it if it times out too: a caller that stops waiting then costs only its own
-// answer, and the connection reads its reply and goes back to the pool.
-// Detaching costs a goroutine hop each way (about +55 µs p50 and +70-150 µs of
-// CPU per admit and settle on an idle 2-core machine), which is why it is not
-// the rule. late gets a detached call's result that came after its caller gave
-// up; timedOut runs when a call on the caller's goroutine timed out.
-func call[T any](ctx context.Context, r *Redis, f func(context.Context) (T, error), late func(T), timedOut func()) (T, error) {
-	if time.Now().UnixNano() < r.pressureUntil.Load() {
-		v, err := detach(ctx, r.timeout, f, late)
-		if errors.Is(err, context.DeadlineExceeded) {
-			r.pressureUntil.Store(time.Now().Add(pressureWindow).UnixNano())
-		}
-		return v, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, r.timeout)
-	v, err := f(cctx)
-	cancel()
-	if err != nil && isTimeout(err) && ctx.Err() == nil {
-		r.pressureUntil.Store(time.Now().Add(pressureWindow).UnixNano())
-		if timedOut != nil {
-			timedOut()
-		}
-	}
-	return v, err
-}
-
-// detach runs call and returns its result, or gives up after wait (or when ctx
-// ends) with context.DeadlineExceeded (or ctx's error). The call runs on its own
-// goroutine and context, bounded by detachedTimeout, and finishes after its
-// caller gave up; late, if not nil, then gets its result. The wait for a pooled
-// connection is bounded apart (the client's PoolTimeout, REDIS_TIMEOUT in the
-// app), so a call abandoned before it was sent is not sent late.
-func detach[T any](ctx context.Context, wait time.Duration, call func(context.Context) (T, error), late func(T)) (T, error) {
-	var (
-		v     T
-		err   error
-		taken atomic.Bool // set by whichever comes first: the result, or the caller giving up
-		done  = make(chan struct{})
-	)
-	go func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachedTimeout)
-		v, err = call(cctx)
-		cancel()
-		if taken.CompareAndSwap(false, true) {
-			close(done)
-			return
-		}
-		if late != nil && err == nil {
-			late(v)
-		}
-	}()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	var gaveUp error
-	select {
-	case <-done:
-		return v, err
-	case <-timer.C:
-		gaveUp = context.DeadlineExceeded
-	case <-ctx.Done():
-		gaveUp = ctx.Err()
-	}
-	if taken.CompareAndSwap(false, true) {
-		var zero T
-		return zero, gaveUp
-	}
-	<-done // the result won the race
-	return v, err
 }
 
 // Settle replaces the request's hold with its real cost and frees its concurrency
@@ -563,14 +471,16 @@ func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) 
 	}
 	// The slot may have come from the twin while Redis was unreachable.
 	r.fallback.releaseSlots(s.Team, s.Member, s.RequestID)
-	res, err := call(ctx, r, func(ctx context.Context) (SettleResult, error) { return r.settle(ctx, s) }, nil, nil)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	res, err := r.settle(ctx, s)
 	if err != nil {
 		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
 	}
 	return res, nil
 }
 
-// settle runs SETTLE on ctx, which call bounds.
+// settle runs SETTLE on ctx.
 func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) {
 	var kb keyBuf
 	kb.sb.Grow(12 * (len(r.prefix) + len(s.Team) + len(s.Member) + 16))
