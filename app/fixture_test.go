@@ -38,7 +38,7 @@ type fixture struct {
 	gw          *apptest.Replica
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dbURL: dbtest.Schema(t), redisPrefix: redistest.Prefix(t)}
@@ -67,12 +67,12 @@ func newFixture(t *testing.T) *fixture {
 
 // replica starts another gateway on the fixture's database and Redis prefix. The
 // poll interval is long so that only LISTEN/NOTIFY can explain a fast reload.
-func (f *fixture) replica(t *testing.T) *apptest.Replica {
+func (f *fixture) replica(t testing.TB) *apptest.Replica {
 	return f.replicaWith(t, nil)
 }
 
 // replicaWith is replica with more configuration variables.
-func (f *fixture) replicaWith(t *testing.T, extra map[string]string) *apptest.Replica {
+func (f *fixture) replicaWith(t testing.TB, extra map[string]string) *apptest.Replica {
 	env := map[string]string{
 		"ANTHROPIC_API_KEY":    anthropicSecret,
 		"OPENAI_API_KEY":       openaiSecret,

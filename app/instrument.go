@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tollgate/tollgate/app/metrics"
 	"github.com/tollgate/tollgate/app/observe"
 	"github.com/tollgate/tollgate/app/tracing"
 	"github.com/tollgate/tollgate/limiter"
@@ -33,10 +34,13 @@ func (a *App) startTracing(ctx context.Context, tp trace.TracerProvider) error {
 }
 
 // instrument wraps the gateway's transport and limiter and lists its
-// observers: metrics, the request log, security events, and (when tracing is
+// observers: metrics (the Redis connection pool's included), the request log, security events, and (when tracing is
 // on) spans around admission and each upstream attempt.
 func (a *App) instrument(transport http.RoundTripper, lim limiter.Limiter) (http.RoundTripper, []proxy.Observer, limiter.Limiter) {
 	lim = a.metrics.Limiter(lim)
+	if a.redis != nil {
+		a.metrics.Registry().MustRegister(metrics.RedisPool(a.redis.PoolStats))
+	}
 	observers := []proxy.Observer{
 		a.metrics,
 		observe.NewRequestLog(a.log, a.cfg.LogSampleEvery, a.teamName),

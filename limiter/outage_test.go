@@ -97,3 +97,47 @@ func TestRedisOutage(t *testing.T) {
 	}
 	srv.Resume()
 }
+
+// TestAdmitPastTimeout: an admission that Redis runs only after the caller
+// gave up (a paused Redis) is refused as unavailable within the timeout and
+// leaves no slot, hold or TPM reservation behind: it is settled for nothing
+// once Redis answers again.
+func TestAdmitPastTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 100 * time.Millisecond
+	srv := redistest.StartServer(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	l := limiter.NewRedis(client, limiter.RedisOptions{Prefix: "late:", Timeout: timeout})
+	request := func() limiter.Request {
+		return limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Lease: time.Hour, Hold: 5, Tokens: 10,
+			MemberPolicy: limiter.Policy{Concurrency: 1, TokensPerMinute: 10, Budget: budget(5, limiter.PeriodTotal)}}
+	}
+	rebuildEmpty(t, l, "team", nil)
+	first := request()
+	d := admit(t, l, first)
+	settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: first.RequestID, Epoch: d.Epoch})
+
+	srv.Pause()
+	d, err := l.Admit(context.Background(), request())
+	if err == nil || d.Allowed || d.Reason != limiter.ReasonUnavailable {
+		t.Fatalf("admit on paused Redis: %+v, %v; want unavailable", d, err)
+	}
+	time.Sleep(2 * timeout)
+	srv.Resume()
+	// The late admission took the one slot, the whole budget and every TPM token;
+	// once it is released the next request gets all three.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		next := request()
+		d, err = l.Admit(context.Background(), next)
+		if err == nil && d.Allowed {
+			settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: next.RequestID, Epoch: d.Epoch})
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Redis answered again: %+v, %v; the late admission was not released", d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -154,6 +156,7 @@ type Redis struct {
 	refusals refusalCache
 
 	failOpenAllowed, failOpenRefused, failClosed, cachedRefusals atomic.Uint64
+	lateReleases                                                 atomic.Int64 // releaseLate goroutines running
 }
 
 var _ Limiter = (*Redis)(nil)
@@ -224,6 +227,9 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			// The script refused the request id itself: not an outage.
 			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
 		}
+		if isTimeout(err) {
+			r.releaseLate(req.Team, req.Member, req.RequestID)
+		}
 		return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
 	}
 	r.refusals.put(&req, d, sent)
@@ -233,25 +239,31 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	return r.admitCall(ctx, req)
+}
+
+func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), nums: make([]byte, 16, 8*16)}
-	base := r.teamBase(req.Team)
-	a.keys[0], a.keys[1] = base+"revoked:"+req.KeyID, base+"cutoff:"+req.Member
+	kb := &a.kb
+	kb.sb.Grow(14*(len(r.prefix)+len(req.Team)+20) + 4*len(req.Member) + len(req.KeyID))
+	base := kb.key(r.prefix, "{t:", req.Team, "}:")
+	a.keys[0], a.keys[1] = kb.key(base, "revoked:", req.KeyID), kb.key(base, "cutoff:", req.Member)
 	putNum(a.nums[0:], micros(req.Lease))
 	ledger := req.ledger()
 	if ledger {
-		a.keys = append(a.keys, base+"epoch")
+		a.keys = append(a.keys, kb.key(base, "epoch"))
 		a.spec = append(a.spec, '$')
 		a.num(req.Hold)
 		a.num(req.Tokens)
 	}
-	a.policy(&req.MemberPolicy, base+"m:"+req.Member+":", 0)
-	a.policy(&req.TeamPolicy, base+"team:", 'a'-'A')
+	a.policy(&req.MemberPolicy, kb.key(base, "m:", req.Member, ":"), 0)
+	a.policy(&req.TeamPolicy, kb.key(base, "team:"), 'a'-'A')
 	putNum(a.nums[8:], int64(len(a.keys)))
 	a.keys = append(a.keys, a.other...)
 	args := []any{r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums}
 	if ledger {
-		a.keys = append(a.keys, base+"holds", base+"leases", base+"settled",
-			base+"spend:total", base+"spend:daily", base+"spend:monthly")
+		a.keys = append(a.keys, kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
+			kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly"))
 		args = append(args, req.Meta)
 	}
 	v, err := admitScript.Run(ctx, r.client, a.keys, args...).Slice()
@@ -266,6 +278,21 @@ func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
 type admitCall struct {
 	keys, other []string
 	spec, nums  []byte
+	kb          keyBuf
+}
+
+// keyBuf builds a call's keys as substrings of one string, so that its dozen keys
+// cost one allocation rather than a dozen. A strings.Builder never rewrites bytes
+// it has written, so each key stays valid (and immutable) as more are added; Grow
+// it first, or a key taken before it grows keeps the old buffer alive.
+type keyBuf struct{ sb strings.Builder }
+
+func (k *keyBuf) key(parts ...string) string {
+	start := k.sb.Len()
+	for _, p := range parts {
+		k.sb.WriteString(p)
+	}
+	return k.sb.String()[start:]
 }
 
 // num appends v as a little-endian double, which the script unpacks exactly:
@@ -280,12 +307,12 @@ func putNum(b []byte, v int64) { binary.LittleEndian.PutUint64(b, math.Float64bi
 // team's (upper-case spec entries).
 func (a *admitCall) policy(p *Policy, base string, upper byte) {
 	if (p.Rate != nil && p.Rate.Algorithm == AlgorithmTokenBucket) || p.Concurrency > 0 {
-		a.keys = append(a.keys, base+"st")
+		a.keys = append(a.keys, a.kb.key(base, "st"))
 	}
 	if r := p.Rate; r != nil {
 		if r.Algorithm == AlgorithmSlidingWindow {
 			a.spec = append(a.spec, 'w'-upper)
-			a.other = append(a.other, base+"sw")
+			a.other = append(a.other, a.kb.key(base, "sw"))
 			a.num(r.Limit)
 			a.num(micros(r.Period))
 		} else {
@@ -297,12 +324,12 @@ func (a *admitCall) policy(p *Policy, base string, upper byte) {
 	}
 	if p.Concurrency > 0 {
 		a.spec = append(a.spec, 'c'-upper)
-		a.other = append(a.other, base+"conc")
+		a.other = append(a.other, a.kb.key(base, "conc"))
 		a.num(p.Concurrency)
 	}
 	if p.TokensPerMinute > 0 {
 		a.spec = append(a.spec, 't'-upper)
-		a.keys = append(a.keys, base+"tpm")
+		a.keys = append(a.keys, a.kb.key(base, "tpm"))
 		a.num(p.TokensPerMinute)
 	}
 	if b := p.Budget; b != nil {
@@ -387,6 +414,44 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 	return d, nil
 }
 
+// isTimeout reports whether err is a call that may have reached Redis and run
+// there after the caller stopped waiting: a deadline, not a refused dial.
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// lateReleaseAfter are the delays after which releaseLate settles an admission
+// the caller gave up on: at once, then in case Redis ran it after that.
+var lateReleaseAfter = [...]time.Duration{0, time.Second, 10 * time.Second}
+
+// maxLateReleases bounds the releases waiting at once; past it (Redis stalled for
+// long under heavy traffic) a late admission's hold and slots end with its lease.
+const maxLateReleases = 256
+
+// releaseLate settles for nothing, in the background, an admission whose caller
+// timed out: Redis may still have run it (a command sent is not recalled by
+// closing its connection), which would leave a hold charged in full at the end
+// of its lease, and a concurrency slot taken until then, for a request answered
+// "unavailable". A settle of a request id never admitted changes nothing, so it
+// is tried at once and again later, in case the admission ran after the first
+// try.
+func (r *Redis) releaseLate(team, member, requestID string) {
+	if r.lateReleases.Add(1) > maxLateReleases {
+		r.lateReleases.Add(-1)
+		return
+	}
+	go func() {
+		defer r.lateReleases.Add(-1)
+		for _, after := range lateReleaseAfter {
+			time.Sleep(after)
+			ctx, cancel := context.WithTimeout(context.Background(), max(r.timeout, time.Second))
+			_, _ = r.Settle(ctx, Settlement{Team: team, Member: member, RequestID: requestID})
+			cancel()
+		}
+	}()
+}
+
 // Settle replaces the request's hold with its real cost and frees its concurrency
 // slots with one script call. A replay, or a request id never admitted with a hold,
 // changes nothing and says so.
@@ -408,18 +473,29 @@ func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) 
 	r.fallback.releaseSlots(s.Team, s.Member, s.RequestID)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	base := r.teamBase(s.Team)
-	member := base + "m:" + s.Member + ":"
-	keys := []string{base + "epoch", base + "holds", base + "leases", base + "settled",
-		member + "conc", base + "team:conc", member + "tpm", base + "team:tpm",
-		base + "spend:total", base + "spend:daily", base + "spend:monthly"}
-	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
-		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
+	res, err := r.settle(ctx, s)
 	if err != nil {
 		return SettleResult{}, fmt.Errorf("limiter: settle %s/%s %s: %w", s.Team, s.Member, s.RequestID, err)
 	}
+	return res, nil
+}
+
+// settle runs SETTLE on ctx.
+func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) {
+	var kb keyBuf
+	kb.sb.Grow(12 * (len(r.prefix) + len(s.Team) + len(s.Member) + 16))
+	base := kb.key(r.prefix, "{t:", s.Team, "}:")
+	member := kb.key(base, "m:", s.Member, ":")
+	keys := []string{kb.key(base, "epoch"), kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
+		kb.key(member, "conc"), kb.key(base, "team:conc"), kb.key(member, "tpm"), kb.key(base, "team:tpm"),
+		kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly")}
+	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
+		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
+	if err != nil {
+		return SettleResult{}, err
+	}
 	if len(v) != 3 {
-		return SettleResult{}, fmt.Errorf("limiter: settle: unexpected reply %v", v)
+		return SettleResult{}, fmt.Errorf("unexpected reply %v", v)
 	}
 	return SettleResult{Applied: v[0] == 1, Known: v[1] == 1, Lost: v[2] == 1}, nil
 }

@@ -232,9 +232,12 @@ func (c *cluster) errorLines() map[string]int {
 	counts := map[string]int{}
 	b, _ := os.ReadFile(c.logPath("tollgate"))
 	for _, line := range strings.Split(string(b), "\n") {
-		var entry struct{ Msg, Err string }
+		var entry struct {
+			Msg, Err string
+			Count    int // a folded line stands for Count of them
+		}
 		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg != "" {
-			counts[requestID.ReplaceAllString(entry.Msg+": "+entry.Err, "req_…")]++
+			counts[requestID.ReplaceAllString(entry.Msg+": "+entry.Err, "req_…")] += max(entry.Count, 1)
 		}
 	}
 	return counts

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ type path struct {
 	header http.Header
 	pids   func() []int // the proxy's processes; nil for the direct path
 	client *http.Client // kept across rounds so connections stay warm
+	admin  string       // the gateway's admin listener, scraped around each phase; "" for the others
 }
 
 func (p path) targeter(k reqKind) vegeta.Targeter {
@@ -75,6 +77,7 @@ type bench struct {
 	redis    *redis.Client
 	nginx    bool
 	mockBase string
+	logs     func() map[string]int // the gateways' logged errors so far, by message
 }
 
 func (b *bench) close() { b.redis.Close() }
@@ -127,7 +130,8 @@ func newBench(ctx context.Context, c *cluster) (*bench, error) {
 	}
 	gwPID := b.gateway.Cmd.Process.Pid
 	b.paths = append(b.paths, path{name: "tollgate (full admission)", base: b.gateway.Base + "/anthropic", client: newLoadClient(),
-		header: common(http.Header{"X-Api-Key": {key}}), pids: func() []int { return []int{gwPID} }})
+		header: common(http.Header{"X-Api-Key": {key}}), pids: func() []int { return []int{gwPID} }, admin: b.gateway.Admin})
+	b.logs = c.errorLines
 
 	nginxBase, nginxCmd, ok, err := c.startNginx(ctx)
 	if err != nil {
@@ -180,6 +184,10 @@ type phase struct {
 	// spent inside them.
 	RedisScripts     int64 `json:"redis_script_calls"`
 	RedisScriptsUsec int64 `json:"redis_script_usec"`
+	// Gateway only: how its own counters (Redis pool, fail-closed admissions,
+	// slow admissions) and its logged errors moved during the phase.
+	GatewayMetrics map[string]float64 `json:"gateway_metrics,omitempty"`
+	GatewayErrors  map[string]int     `json:"gateway_errors,omitempty"`
 }
 
 // run sends load on p for d, open loop at rate per second, or closed loop with
@@ -197,6 +205,11 @@ func (b *bench) run(p path, k reqKind, rate int, workers uint64, d time.Duration
 	ctx := context.Background()
 	cpu0, mock0, redis0, start := procCPU(pids...), procCPU(b.mockPID), redisCPU(ctx, b.redis), time.Now()
 	calls0, usec0 := redisScripts(ctx, b.redis)
+	var metrics0 map[string]float64
+	var logs0 map[string]int
+	if p.admin != "" {
+		metrics0, logs0 = scrapeGateway(p.admin), b.logs()
+	}
 	for res := range attacker.Attack(p.targeter(k), vegeta.Rate{Freq: rate, Per: time.Second}, d, p.name) {
 		ph.Metrics.Add(res)
 		if res.Code == http.StatusOK && res.Error == "" {
@@ -210,6 +223,71 @@ func (b *bench) run(p path, k reqKind, rate int, workers uint64, d time.Duration
 	calls1, usec1 := redisScripts(ctx, b.redis)
 	ph.RedisScripts += calls1 - calls0
 	ph.RedisScriptsUsec += usec1 - usec0
+	if p.admin != "" {
+		if ph.GatewayMetrics == nil {
+			ph.GatewayMetrics, ph.GatewayErrors = map[string]float64{}, map[string]int{}
+		}
+		for name, v := range scrapeGateway(p.admin) {
+			if strings.HasSuffix(name, "_conns") || strings.Contains(name, "_conns{") {
+				ph.GatewayMetrics[name] = v // a gauge: its value at the end
+				continue
+			}
+			ph.GatewayMetrics[name] += v - metrics0[name]
+		}
+		for line, n := range b.logs() {
+			if d := n - logs0[line]; d > 0 {
+				ph.GatewayErrors[line] += d
+			}
+		}
+	}
+}
+
+// gatewayCounters are the gateway's metrics a phase reports on: its Redis
+// connection pool, admissions refused because Redis did not answer in time, and
+// how long admission calls took.
+var gatewayCounters = []string{"tollgate_redis_pool_", `tollgate_redis_fallback_decisions_total{decision="fail_closed"}`,
+	`tollgate_admission_duration_seconds_bucket{le="0.1"}`, "tollgate_admission_duration_seconds_count"}
+
+// scrapeGateway reads gatewayCounters from the gateway's admin /metrics.
+func scrapeGateway(admin string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + admin + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, c := range gatewayCounters {
+			if strings.HasPrefix(name, c) {
+				if v, err := strconv.ParseFloat(value, 64); err == nil {
+					out[name] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// gatewayNote summarises a gateway phase's counters in one line.
+func gatewayNote(kind string, ph *phase) string {
+	m := ph.GatewayMetrics
+	slow := m["tollgate_admission_duration_seconds_count"] - m[`tollgate_admission_duration_seconds_bucket{le="0.1"}`]
+	var errs []string
+	for line, n := range ph.GatewayErrors {
+		errs = append(errs, fmt.Sprintf("%d× %q", n, line))
+	}
+	slices.Sort(errs)
+	return fmt.Sprintf("%s, gateway: %.0f admissions, %.0f over 100 ms, %.0f failed closed; Redis pool: %.0f hits, %.0f misses (dials), "+
+		"%.0f waits (%.1f ms in all), %.0f timeouts, %.0f stale, %.0f unusable, %.0f conns open at the end; logged errors: %s",
+		kind, m["tollgate_admission_duration_seconds_count"], slow, m[`tollgate_redis_fallback_decisions_total{decision="fail_closed"}`],
+		m["tollgate_redis_pool_hits_total"], m["tollgate_redis_pool_misses_total"], m["tollgate_redis_pool_waits_total"],
+		1000*m["tollgate_redis_pool_wait_seconds_total"], m["tollgate_redis_pool_timeouts_total"], m["tollgate_redis_pool_stale_conns_total"],
+		m["tollgate_redis_pool_unusable_total"], m[`tollgate_redis_pool_conns{state="total"}`], strings.Join(append(errs, "none")[:max(len(errs), 1)], ", "))
 }
 
 // sweep runs every path on k in rounds (each path a slice of d per round, in
@@ -295,6 +373,7 @@ func overhead(ctx context.Context, c *cluster, o options) (table, error) {
 		}
 		verdicts = append(verdicts, fmt.Sprintf("%s: Redis ran %.2f scripts per gateway request, %.0f µs each inside Redis (INFO commandstats; shared server)",
 			k.name, float64(gw.RedisScripts)/float64(max(gw.Succeeded, 1)), float64(gw.RedisScriptsUsec)/float64(max(gw.RedisScripts, 1))))
+		verdicts = append(verdicts, gatewayNote(k.name, gw))
 		ratio := cpuRatio(gw, bare)
 		verdicts = append(verdicts, fmt.Sprintf("%s: gateway CPU/req = %.2f × bare (target ≤ 1.3: %s); with its Redis CPU %.2f ×",
 			k.name, ratio, metOrMissedRatio(ratio, 1.3), cpuRatioWithRedis(gw, bare)))
@@ -374,6 +453,7 @@ func throughput(ctx context.Context, c *cluster, o options) (table, error) {
 			fmt.Sprintf("%.0f", rps(ph)), fmt.Sprintf("%.2f", rps(ph)/rps(phases[1])), ms(ph.Metrics.Latencies.P50), ms(ph.Metrics.Latencies.P99), cpu})
 	}
 	ratio := rps(phases[2]) / rps(phases[1])
+	t.Notes = append(t.Notes, gatewayNote(llmPOST.name, phases[2]))
 	verdict := "met"
 	if ratio < 0.75 {
 		verdict = fmt.Sprintf("missed by %.2f", 0.75-ratio)

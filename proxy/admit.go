@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,6 +14,14 @@ import (
 // admit runs the one admission call for a request (rebuilding the team's
 // counters first if Redis lost them) and writes its rate-limit and budget
 // headers. On refusal it answers the caller and returns false.
+// AdmissionFailedMsg and SettleFailedMsg are the messages of the error lines for
+// a limiter call that failed. A Redis outage repeats them for every request, so
+// the app folds their bursts (observe.DefaultFold).
+const (
+	AdmissionFailedMsg = "admission failed"
+	SettleFailedMsg    = "settle failed; the hold stays until its lease ends and is then charged in full"
+)
+
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, member Member, team Team, t *target) (limiter.Decision, bool) {
 	req := limiter.Request{
 		Team:         t.team(),
@@ -36,7 +45,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		}
 	}
 	if err != nil {
-		t.log.Error("admission failed", "err", err, "fail_open", t.route.FailOpen, "allowed", dec.Allowed)
+		g.opts.Logger.LogAttrs(r.Context(), slog.LevelError, AdmissionFailedMsg, slog.String("request_id", t.requestID),
+			slog.Any("err", err), slog.Bool("fail_open", t.route.FailOpen), slog.Bool("allowed", dec.Allowed))
 	}
 	if len(dec.Expired) > 0 {
 		g.recordExpired(t.key.TeamID, dec.Expired)
@@ -48,7 +58,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 	if dec.Allowed {
 		return dec, true
 	}
-	t.log.Info("request refused", "reason", string(dec.Reason), "scope", string(dec.Scope), "member_id", t.key.MemberID)
+	g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", t.requestID),
+		slog.String("reason", string(dec.Reason)), slog.String("scope", string(dec.Scope)), slog.Int64("member_id", t.key.MemberID))
 	switch dec.Reason {
 	case limiter.ReasonRevoked:
 		WriteError(w, d, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"})
@@ -105,9 +116,11 @@ func setRateHeaders(h http.Header, d limiter.Decision) {
 	if d.Limit == 0 || d.Reason == limiter.ReasonConcurrency || d.Reason == limiter.ReasonTPM {
 		return
 	}
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset), 10))
+	// Assigned in canonical form (what Set would store), which skips
+	// canonicalising names that are not already canonical on every request.
+	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(d.Limit, 10)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(d.Remaining, 10)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(d.Reset), 10)}
 }
 
 // setRetryHeaders writes both forms the official SDKs read: Retry-After in whole

@@ -4,7 +4,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -154,7 +153,6 @@ const RequestIDHeader = "X-Tollgate-Request-Id"
 type target struct {
 	requestID  string
 	start      time.Time
-	log        *slog.Logger
 	key        Key
 	route      Route
 	rest       string // escaped path below the route prefix
@@ -193,7 +191,6 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	o.RequestID = requestID
 	w.Header().Set(RequestIDHeader, requestID)
 	dialect := guessDialect(r)
-	log := g.opts.Logger.With("request_id", requestID)
 	refuse := func(d Dialect, code string, err *Error) {
 		o.Refusal = code
 		WriteError(w, d, err)
@@ -215,7 +212,8 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	// Set for a revoked, expired or cut-off key too: its caller proved they hold it.
 	o.TeamID, o.MemberID, o.KeyID = key.TeamID, key.MemberID, key.ID
 	if err != nil {
-		log.Info("request refused", "reason", err.Message, "status", err.status())
+		g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", requestID),
+			slog.String("reason", err.Message), slog.Int("status", err.status()))
 		o.CredentialFault = err.fault
 		refuse(dialect, err.code, err)
 		return
@@ -229,7 +227,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 	o.RouteID, o.RoutePrefix = route.ID, route.Prefix
 	dialect = route.Dialect
 	if missing := g.missingCredential(route); missing != "" {
-		log.Error("provider credential missing", "route", route.Prefix, "env", missing)
+		g.opts.Logger.Error("provider credential missing", "request_id", requestID, "route", route.Prefix, "env", missing)
 		refuse(dialect, "no_credential", &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + missing})
 		return
 	}
@@ -240,11 +238,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		return
 	}
 	defer release()
-	if err := g.readBody(w, r); err != nil {
-		refuse(dialect, "bad_body", err)
+	body, berr := g.readBody(w, r)
+	if berr != nil {
+		refuse(dialect, "bad_body", berr)
 		return
 	}
-	m, merr := g.meterRequest(r, route, rest, snap)
+	m, merr := g.meterRequest(r, body, route, rest, snap)
 	if merr != nil {
 		refuse(dialect, "bad_body", merr)
 		return
@@ -255,7 +254,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		refuse(dialect, "ledger_unavailable", &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
 		return
 	}
-	t := &target{requestID: requestID, start: time.Now().UTC(), log: log, key: key, route: route, rest: rest, meter: m}
+	t := &target{requestID: requestID, start: time.Now().UTC(), key: key, route: route, rest: rest, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
 	o.BudgetRemaining = dec.BudgetRemaining
@@ -342,23 +341,23 @@ func hasDotSegment(escapedPath string) bool {
 }
 
 // readBody reads the bounded body so it is forwarded with a known length and can
-// be inspected before anything goes upstream.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
+// be inspected before anything goes upstream; it returns the body, which the
+// request then carries (setBody).
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil
+		return nil, nil
 	}
 	limit := g.opts.MaxBodyBytes
 	if limit < 0 {
 		limit = math.MaxInt64
 	}
-	tooLarge := &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(limit, 10) + " bytes (MAX_REQUEST_BODY_BYTES)"}
 	if r.ContentLength > limit {
-		return tooLarge
+		return nil, g.bodyTooLarge()
 	}
 	rc := http.NewResponseController(w)
 	// Without support the server's own timeouts still apply.
 	deadline := g.opts.BodyReadTimeout > 0 && rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if deadline && err == nil {
 		// Only then: a connection whose body timed out must close, not wait
 		// for the rest of a body that is not coming.
@@ -366,20 +365,46 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) *Error {
 	}
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return tooLarge
+			return nil, g.bodyTooLarge()
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			w.Header().Set("Connection", "close")
-			return &Error{Kind: KindTimeout, Status: http.StatusRequestTimeout, Message: "the request body did not arrive within " +
+			return nil, &Error{Kind: KindTimeout, Status: http.StatusRequestTimeout, Message: "the request body did not arrive within " +
 				g.opts.BodyReadTimeout.String() + " (BODY_READ_TIMEOUT)"}
 		}
-		return &Error{Kind: KindInvalidRequest, Message: "could not read the request body"}
+		return nil, &Error{Kind: KindInvalidRequest, Message: "could not read the request body"}
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
 	r.Header.Del("Transfer-Encoding")
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return nil
+	setBody(r, body)
+	return body, nil
+}
+
+func (g *Gateway) bodyTooLarge() *Error {
+	return &Error{Kind: KindTooLarge, Message: "request body exceeds " + strconv.FormatInt(g.opts.MaxBodyBytes, 10) + " bytes (MAX_REQUEST_BODY_BYTES)"}
+}
+
+// readAll is io.ReadAll into one buffer of the declared length (plus one byte to
+// see the end) when the caller declared it, instead of growing from 512 bytes.
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	// A declared length is the caller's word: past 8 MiB (only with the body
+	// bound off) the buffer grows as bytes really arrive.
+	if declared < 0 || declared > 8<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // a body longer than declared: let append grow it
+		}
+	}
 }
 
 // Headers that may carry a caller's credential; none of them goes upstream.
@@ -500,8 +525,12 @@ func redact(s, secret string) string {
 	return strings.ReplaceAll(s, secret, "[redacted]")
 }
 
+// newRequestID is "req_" and 24 random hex digits, built in one allocation.
 func newRequestID() string {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return "req_" + hex.EncodeToString(b)
+	var raw [12]byte
+	rand.Read(raw[:])
+	var id [4 + 24]byte
+	copy(id[:], "req_")
+	hex.Encode(id[4:], raw[:])
+	return string(id[:])
 }

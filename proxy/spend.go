@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,7 +35,7 @@ const unmeteredHold = 1
 // meterRequest reads the (bounded, already read) body to estimate the request's
 // worst-case cost. It may rewrite the body: a streamed OpenAI chat request without
 // stream_options.include_usage gets it, so the stream carries its usage.
-func (g *Gateway) meterRequest(r *http.Request, route Route, rest string, snap *Snapshot) (meter, *Error) {
+func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest string, snap *Snapshot) (meter, *Error) {
 	m := meter{paid: route.Dialect == DialectAnthropic || route.Dialect == DialectOpenAI}
 	if !m.paid {
 		return m, nil
@@ -48,7 +49,6 @@ func (g *Gateway) meterRequest(r *http.Request, route Route, rest string, snap *
 		}
 		return m, nil
 	}
-	body, _ := io.ReadAll(r.Body) // a bytes.Reader set by readBody: cannot fail
 	decoded, err := estimate.Decode(r.Header.Get("Content-Encoding"), body, g.opts.MaxInflatedBytes)
 	if err != nil {
 		return m, bodyError(err)
@@ -79,11 +79,10 @@ func (g *Gateway) meterRequest(r *http.Request, route Route, rest string, snap *
 		if changed {
 			// Sent as decoded JSON: recompressing would gain nothing on loopback-to-provider
 			// bodies this size, and the provider accepts either.
-			body = injected
+			setBody(r, injected)
 			r.Header.Del("Content-Encoding")
 		}
 	}
-	setBody(r, body)
 	// The usage is read from the response as it passes: it must not arrive compressed.
 	r.Header.Set("Accept-Encoding", "identity")
 	return m, nil
@@ -117,15 +116,15 @@ func setBody(r *http.Request, body []byte) {
 // provider reported, and records the ledger row. It runs detached from the
 // request's context: a client hanging up must not skip it.
 func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Outcome) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-	defer cancel()
+	// The limiter bounds its own call (REDIS_TIMEOUT); the ledger never blocks.
+	ctx := context.WithoutCancel(r.Context())
 	status, cost, tokens, used := t.outcome()
 	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
 	o.UpstreamError = t.failed
 	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
 		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
 	if err != nil {
-		t.log.Error("settle failed; the hold stays until its lease ends and is then charged in full", "err", err)
+		g.opts.Logger.LogAttrs(ctx, slog.LevelError, SettleFailedMsg, slog.String("request_id", t.requestID), slog.Any("err", err))
 	}
 	if !t.meter.paid {
 		return
@@ -185,9 +184,14 @@ func (t *target) ledgerEntry(status LedgerStatus, cost int64) LedgerEntry {
 }
 
 // holdMeta is stored with a hold so that, if this replica dies before settling,
-// whoever sweeps the expired hold can write its ledger row.
+// whoever sweeps the expired hold can write its ledger row: member|key|route|model.
 func holdMeta(t *target) string {
-	return fmt.Sprintf("%d|%s|%d|%s", t.key.MemberID, t.key.ID, t.route.ID, t.meter.model)
+	b := make([]byte, 0, 48+len(t.key.ID)+len(t.meter.model))
+	b = strconv.AppendInt(b, t.key.MemberID, 10)
+	b = append(append(append(b, '|'), t.key.ID...), '|')
+	b = strconv.AppendInt(b, t.route.ID, 10)
+	b = append(append(b, '|'), t.meter.model...)
+	return string(b)
 }
 
 // recordExpired writes the ledger rows of holds another replica left behind: they

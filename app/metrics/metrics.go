@@ -204,10 +204,12 @@ func (m *Metrics) Finished(o proxy.Outcome) {
 		m.spend.WithLabelValues(team, member).Add(float64(o.CostMicros))
 	}
 	u := o.Usage
-	for class, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
-		"cache_read": u.CacheReadTokens, "cache_write": u.CacheWriteTokens} {
-		if n > 0 {
-			m.tokens.WithLabelValues(team, member, class).Add(float64(n))
+	for _, c := range [...]struct {
+		class string
+		n     int64
+	}{{"input", u.InputTokens}, {"output", u.OutputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens}} {
+		if c.n > 0 {
+			m.tokens.WithLabelValues(team, member, c.class).Add(float64(c.n))
 		}
 	}
 	if o.BudgetRemaining >= 0 {

@@ -7,13 +7,17 @@
 // app's: it puts each one on the request's trace span, counts it, and folds
 // bursts into one line per window, so ten thousand unknown keys from one
 // address in ten seconds are one "security event" with a count, not ten
-// thousand lines.
+// thousand lines. The gateway's per-request failure lines that an outage
+// repeats for every request (HandlerOptions.Fold: admission and settle
+// failures while Redis is down) are folded the same way, so an outage at
+// thousands of requests a second writes a line per window, not thousands.
 package observe
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +25,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tollgate/tollgate/proxy"
 )
 
 // SecurityEventMsg is the message of every security event line.
@@ -43,7 +49,14 @@ type HandlerOptions struct {
 	Window time.Duration
 	// OnEvent is called for every security event, folded or not (the metrics).
 	OnEvent func(control, outcome string)
+	// Fold lists the other messages whose repeats are folded like security
+	// events, one burst per message (default DefaultFold).
+	Fold []string
 }
+
+// DefaultFold are the gateway's hot-path failure lines: each is logged once per
+// failed request, so a Redis outage would otherwise write one per request.
+var DefaultFold = []string{proxy.AdmissionFailedMsg, proxy.SettleFailedMsg}
 
 // Handler adds trace_id and span_id to every record logged with a span in its
 // context, and handles security events (see the package doc).
@@ -59,6 +72,9 @@ func NewHandler(next slog.Handler, o HandlerOptions) *Handler {
 	}
 	if o.OnEvent == nil {
 		o.OnEvent = func(string, string) {}
+	}
+	if o.Fold == nil {
+		o.Fold = DefaultFold
 	}
 	return &Handler{next: next, events: &events{opts: o, byKey: map[string]*burst{}}}
 }
@@ -90,6 +106,13 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	if r.Message != SecurityEventMsg {
+		if !slices.Contains(h.events.opts.Fold, r.Message) {
+			return h.next.Handle(ctx, r)
+		}
+		if !h.events.first(event{message: r.Message}, h.next, r.Level) {
+			return nil
+		}
+		r.AddAttrs(slog.Int("count", 1))
 		return h.next.Handle(ctx, r)
 	}
 	ev := readEvent(r)
@@ -123,8 +146,10 @@ func (h *Handler) Run(ctx context.Context) {
 // starts a new window.
 func (h *Handler) Flush() { h.events.flush() }
 
-// event is what the folding needs from a security event record.
+// event is what the folding needs from a security event record; for another
+// folded message, only the message.
 type event struct {
+	message                                 string // "" for a security event
 	control, outcome, team, member, address string
 	requestID, traceID                      string
 	attrs                                   []attribute.KeyValue // for the span event
@@ -168,7 +193,7 @@ func readEvent(r slog.Record) event {
 // address, with the addresses tallied, so a spray from many addresses is one
 // line too.
 func (ev event) key() string {
-	return ev.control + "|" + ev.outcome + "|" + ev.team + "|" + ev.member
+	return ev.message + "|" + ev.control + "|" + ev.outcome + "|" + ev.team + "|" + ev.member
 }
 
 // maxAddresses bounds the addresses tallied per burst; the rest are counted.
@@ -233,8 +258,15 @@ func (e *events) flush() {
 }
 
 // summarise logs one line for a window's repeats: how many, from how many
-// addresses, the busiest few, and the first request's ids.
+// addresses, the busiest few, and the first request's ids; for another folded
+// message, how many.
 func (e *events) summarise(b *burst) {
+	if b.first.message != "" {
+		r := slog.NewRecord(time.Now(), b.level, b.first.message, 0)
+		r.AddAttrs(slog.Int("count", b.repeats), slog.Bool("summary", true), slog.String("window", e.opts.Window.String()))
+		_ = b.next.Handle(context.Background(), r)
+		return
+	}
 	r := slog.NewRecord(time.Now(), b.level, SecurityEventMsg, 0)
 	r.AddAttrs(slog.String("control", b.first.control), slog.String("outcome", b.first.outcome))
 	if b.first.team != "" {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tollgate/tollgate/app/observe"
+	"github.com/tollgate/tollgate/proxy"
 )
 
 // logged is a logger on observe.Handler writing JSON into a buffer.
@@ -141,5 +142,26 @@ func TestHandlerPutsTraceAndEventsOnTheSpan(t *testing.T) {
 	if len(ev) != 1 || ev[0].Name != "security event" || fmt.Sprint(ev[0].Attributes) == "" ||
 		!strings.Contains(fmt.Sprint(ev[0].Attributes), "budget") || !strings.Contains(fmt.Sprint(ev[0].Attributes), "hold_micros") {
 		t.Errorf("span events %v", ev)
+	}
+}
+
+// TestAdmissionFailuresAreFolded: a Redis outage fails every admission; the
+// gateway's error line for it is written once, then once per window with a
+// count, and is no security event.
+func TestAdmissionFailuresAreFolded(t *testing.T) {
+	t.Parallel()
+	l := newLogged()
+	for i := range 5000 {
+		l.log.Error(proxy.AdmissionFailedMsg, "request_id", fmt.Sprint("req_", i), "err", "limiter: admit 1/1: context deadline exceeded")
+	}
+	l.log.Error("something else")
+	l.h.Flush()
+	got := l.lines(t)
+	if len(got) != 3 || got[0]["msg"] != proxy.AdmissionFailedMsg || got[0]["request_id"] != "req_0" || got[0]["count"] != 1.0 ||
+		got[1]["msg"] != "something else" || got[2]["msg"] != proxy.AdmissionFailedMsg || got[2]["count"] != 4999.0 || got[2]["summary"] != true {
+		t.Fatalf("lines %v, want the first failure, the other line, and one summary of 4999", got)
+	}
+	if len(l.counts) != 0 {
+		t.Errorf("security events %v, want none", l.counts)
 	}
 }

@@ -40,6 +40,13 @@ func (l *RequestLog) Finished(o proxy.Outcome) {
 	if !always && l.every > 1 && l.seen.Add(1)%l.every != 0 {
 		return
 	}
+	level := slog.LevelInfo
+	if o.Status >= 500 || o.UpstreamError != "" && o.UpstreamError != "client_gone" {
+		level = slog.LevelWarn
+	}
+	if !l.log.Enabled(ctxOf(o), level) {
+		return // LOG_LEVEL above it: build nothing
+	}
 	attrs := make([]slog.Attr, 0, 20)
 	attrs = append(attrs, slog.String("request_id", o.RequestID))
 	if o.TeamID != 0 {
@@ -70,10 +77,6 @@ func (l *RequestLog) Finished(o proxy.Outcome) {
 	}
 	if !always && l.every > 1 {
 		attrs = append(attrs, slog.Int("sampled", int(l.every)))
-	}
-	level := slog.LevelInfo
-	if o.Status >= 500 || o.UpstreamError != "" && o.UpstreamError != "client_gone" {
-		level = slog.LevelWarn
 	}
 	l.log.LogAttrs(ctxOf(o), level, "request", attrs...)
 }

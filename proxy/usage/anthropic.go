@@ -26,6 +26,22 @@ func anthropicUsage(raw json.RawMessage) (Usage, bool) {
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &w) != nil {
 		return Usage{}, false
 	}
+	return w.usage()
+}
+
+// anthropicBody reads the usage of a whole JSON response in one decode; a body
+// or usage that does not parse, or no usage object, is no usage.
+func anthropicBody(body []byte) (Usage, bool) {
+	var v struct {
+		Usage *anthropicWire `json:"usage"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Usage == nil {
+		return Usage{}, false
+	}
+	return v.Usage.usage()
+}
+
+func (w *anthropicWire) usage() (Usage, bool) {
 	u := Usage{
 		InputTokens:        w.InputTokens,
 		CacheWriteTokens:   w.CacheCreationInputTokens,
@@ -48,25 +64,26 @@ func anthropicEvent(r *result, name, data []byte, truncated bool) {
 	}
 	switch string(name) {
 	case "message_start":
+		// One decode: the usage object is typed in place.
 		var ev struct {
 			Message struct {
-				Usage json.RawMessage `json:"usage"`
+				Usage *anthropicWire `json:"usage"`
 			} `json:"message"`
 		}
-		if json.Unmarshal(data, &ev) != nil {
+		if json.Unmarshal(data, &ev) != nil || ev.Message.Usage == nil {
 			return
 		}
-		if u, ok := anthropicUsage(ev.Message.Usage); ok {
+		if u, ok := ev.Message.Usage.usage(); ok {
 			r.usage, r.seen, r.started = u, true, true
 		}
 	case "message_delta":
 		var ev struct {
-			Usage json.RawMessage `json:"usage"`
+			Usage *anthropicWire `json:"usage"`
 		}
-		if json.Unmarshal(data, &ev) != nil {
+		if json.Unmarshal(data, &ev) != nil || ev.Usage == nil {
 			return
 		}
-		if u, ok := anthropicUsage(ev.Usage); ok {
+		if u, ok := ev.Usage.usage(); ok {
 			r.usage = latest(r.usage, u)
 			r.seen, r.final = true, r.started
 		}

@@ -34,6 +34,22 @@ func openAIUsage(raw json.RawMessage) (Usage, bool) {
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &w) != nil {
 		return Usage{}, false
 	}
+	return w.usage()
+}
+
+// openAIBody reads the usage of a whole JSON response in one decode; a body or
+// usage that does not parse, or no usage object, is no usage.
+func openAIBody(body []byte) (Usage, bool) {
+	var v struct {
+		Usage *openAIWire `json:"usage"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Usage == nil {
+		return Usage{}, false
+	}
+	return v.Usage.usage()
+}
+
+func (w *openAIWire) usage() (Usage, bool) {
 	cached := max(w.PromptTokensDetails.CachedTokens, w.InputTokensDetails.CachedTokens)
 	u := Usage{
 		InputTokens:     max(w.PromptTokens, w.InputTokens) - cached,

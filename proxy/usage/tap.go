@@ -17,13 +17,14 @@ type Tap struct {
 
 	// mu guards what follows. It is never held across the body's Read, so a Close from
 	// another goroutine is not stuck behind a stalled upstream.
-	mu     sync.Mutex
-	mode   mode
-	done   bool
-	sse    sseParser
-	json   bounded
-	decode func(json.RawMessage) (Usage, bool) // the JSON body's usage object
-	res    result
+	mu         sync.Mutex
+	mode       mode
+	done       bool
+	sse        sseParser
+	json       bounded
+	decode     func(json.RawMessage) (Usage, bool) // a usage object (found in the tail of a long body)
+	decodeBody func([]byte) (Usage, bool)          // a whole JSON body's usage, in one decode
+	res        result
 }
 
 type mode int
@@ -50,9 +51,9 @@ func NewTap(kind Kind, contentType string, body io.ReadCloser) *Tap {
 	} else if kind != Unknown {
 		t.mode = modeJSON
 		t.json = bounded{limit: maxBodyBytes}
-		t.decode = openAIUsage
+		t.decode, t.decodeBody = openAIUsage, openAIBody
 		if kind == AnthropicMessages {
-			t.decode = anthropicUsage
+			t.decode, t.decodeBody = anthropicUsage, anthropicBody
 		}
 	}
 	return t
@@ -121,18 +122,14 @@ func (t *Tap) finish() {
 		// Every provider puts usage at the top level of a response body, after the
 		// content; past maxBodyBytes it is looked for in the tail kept, and if it is
 		// not there no usage is seen.
-		var raw json.RawMessage
+		var u Usage
+		var ok bool
 		if t.json.over {
-			raw = usageInTail(t.json.buf, 1)
+			u, ok = t.decode(usageInTail(t.json.buf, 1))
 		} else {
-			var body struct {
-				Usage json.RawMessage `json:"usage"`
-			}
-			if json.Unmarshal(t.json.buf, &body) == nil {
-				raw = body.Usage
-			}
+			u, ok = t.decodeBody(t.json.buf)
 		}
-		if u, ok := t.decode(raw); ok {
+		if ok {
 			t.res.usage, t.res.seen, t.res.final = u, true, true
 		}
 		t.json = bounded{}
