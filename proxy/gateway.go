@@ -267,6 +267,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, o *Outcome) {
 		obs.Started(key.TeamID, key.MemberID)
 	}
 	defer g.settle(r, t, dec, o)
+	// Runs before settle, also when ReverseProxy aborts a cut response by panicking.
+	defer func() {
+		if t.failed == "" && t.ctx != nil {
+			t.failed = cutReason(context.Cause(t.ctx))
+		}
+	}()
 	if m.paid {
 		g.opts.Ledger.Record(t.ledgerEntry(LedgerHeld, 0))
 	}
@@ -464,6 +470,20 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	}
 	resp.Body = newWatchedBody(resp.Body, g.opts.StreamIdleTimeout, limit, streamed, t.cancel)
 	return nil
+}
+
+// cutReason names why the gateway ended a response that had started, for
+// Outcome.UpstreamError; "" when it was not the gateway.
+func cutReason(cause error) string {
+	switch {
+	case cause == errStreamIdle:
+		return "stream_idle"
+	case cause == errRequestCeiling:
+		return "request_timeout"
+	case errors.As(cause, new(*responseTooLarge)):
+		return "response_too_large"
+	}
+	return ""
 }
 
 // responseTooLarge ends a response past MaxResponseBytes or MaxStreamBytes.

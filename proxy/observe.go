@@ -50,8 +50,10 @@ type Outcome struct {
 	CredentialFault string
 	// KeyInGrace is set when the key was rotated and is inside its grace window.
 	KeyInGrace bool
-	// UpstreamError says why the upstream call failed: forbidden_address,
-	// timeout, unreachable or client_gone; "" when it answered or was not called.
+	// UpstreamError says why the upstream call failed (forbidden_address,
+	// timeout, unreachable, client_gone, circuit_open) or why the gateway cut a
+	// response that had started (stream_idle, response_too_large,
+	// request_timeout); "" when it answered in full or was not called.
 	UpstreamError string
 }
 

@@ -369,25 +369,26 @@ func TestUpstreamFaults(t *testing.T) {
 		status   int    // 0: the stream starts, then is cut
 		body     string // in the answer
 		within   time.Duration
+		failed   string // Outcome.UpstreamError
 	}{
 		{name: "Refused", upstream: func(t *testing.T) (string, *faulty.Server) { return faulty.Refused(t), nil },
-			method: http.MethodPost, status: http.StatusBadGateway, body: "could not be reached", within: 2 * time.Second},
+			method: http.MethodPost, status: http.StatusBadGateway, body: "could not be reached", within: 2 * time.Second, failed: "unreachable"},
 		{name: "HangBeforeHeaders", upstream: func(t *testing.T) (string, *faulty.Server) { s := faulty.HangBeforeHeaders(t); return s.URL, s },
 			opts:   Options{Transport: NewTransport(TransportOptions{FirstByteTimeout: 300 * time.Millisecond})},
-			method: http.MethodPost, status: http.StatusGatewayTimeout, body: "did not answer in time", within: 2 * time.Second},
+			method: http.MethodPost, status: http.StatusGatewayTimeout, body: "did not answer in time", within: 2 * time.Second, failed: "timeout"},
 		{name: "ResetMidStream", upstream: func(t *testing.T) (string, *faulty.Server) { s := faulty.ResetMidStream(t, 3); return s.URL, s },
 			method: http.MethodPost, body: "message_start", within: 2 * time.Second},
 		{name: "HugeAnnounced", upstream: func(t *testing.T) (string, *faulty.Server) { s := faulty.Huge(t, 512<<20, true); return s.URL, s },
 			opts:   Options{MaxResponseBytes: 1 << 20},
-			method: http.MethodGet, status: http.StatusBadGateway, body: "MAX_RESPONSE_BYTES", within: 2 * time.Second},
+			method: http.MethodGet, status: http.StatusBadGateway, body: "MAX_RESPONSE_BYTES", within: 2 * time.Second, failed: "response_too_large"},
 		{name: "HugeUnannounced", upstream: func(t *testing.T) (string, *faulty.Server) { s := faulty.Huge(t, 512<<20, false); return s.URL, s },
 			opts:   Options{MaxResponseBytes: 1 << 20},
-			method: http.MethodGet, body: `{"pad":"`, within: 5 * time.Second},
+			method: http.MethodGet, body: `{"pad":"`, within: 5 * time.Second, failed: "response_too_large"},
 		{name: "DribbleHitsRequestCeiling", upstream: func(t *testing.T) (string, *faulty.Server) {
 			s := faulty.Dribble(t, 50*time.Millisecond)
 			return s.URL, s
 		}, opts: Options{RequestTimeout: 600 * time.Millisecond, StreamIdleTimeout: time.Minute},
-			method: http.MethodPost, body: ": dribble", within: 2 * time.Second},
+			method: http.MethodPost, body: ": dribble", within: 2 * time.Second, failed: "request_timeout"},
 		{name: "UnaskedUpgrade", upstream: func(t *testing.T) (string, *faulty.Server) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				conn, buf, err := http.NewResponseController(w).Hijack()
@@ -401,17 +402,19 @@ func TestUpstreamFaults(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			return srv.URL, nil
-		}, method: http.MethodGet, status: http.StatusBadGateway, body: "could not be reached", within: 2 * time.Second},
+		}, method: http.MethodGet, status: http.StatusBadGateway, body: "could not be reached", within: 2 * time.Second, failed: "unreachable"},
 		{name: "DribbleHitsStreamBytes", upstream: func(t *testing.T) (string, *faulty.Server) {
 			s := faulty.Dribble(t, time.Millisecond)
 			return s.URL, s
 		}, opts: Options{MaxStreamBytes: 1024},
-			method: http.MethodPost, body: ": dribble", within: 5 * time.Second},
+			method: http.MethodPost, body: ": dribble", within: 5 * time.Second, failed: "response_too_large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			raw, srv := tt.upstream(t)
+			outcomes := make(chan Outcome, 1)
+			tt.opts.Observers = []Observer{outcomeRecorder(outcomes)}
 			p := newPoolGateway(t, tt.opts, nil, raw)
 			start := time.Now()
 			req, _ := http.NewRequest(tt.method, p.url+"/p/v1/messages", strings.NewReader(`{}`))
@@ -436,6 +439,14 @@ func TestUpstreamFaults(t *testing.T) {
 			}
 			if srv != nil && srv.BytesWritten() > 64<<20 {
 				t.Errorf("the upstream sent %d bytes: the gateway kept reading past its bound", srv.BytesWritten())
+			}
+			select {
+			case o := <-outcomes:
+				if o.UpstreamError != tt.failed {
+					t.Errorf("Outcome.UpstreamError = %q, want %q", o.UpstreamError, tt.failed)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("no outcome reported")
 			}
 			// Whatever happened, the target no longer counts the request as in flight.
 			h := p.gw.balancer.ups.healthOf(&p.snap.routes[1][0].Targets[0])
@@ -575,3 +586,9 @@ func (u *upstreamRecorder) BreakerChanged(_, _ string, from, to breaker.State) {
 func (u *upstreamRecorder) Ejected(string, string, time.Duration) { u.ejections.Add(1) }
 func (u *upstreamRecorder) Retried(string, string)                { u.retries.Add(1) }
 func (u *upstreamRecorder) RetryBudgetExhausted(string)           { u.budgetExhausted.Add(1) }
+
+// outcomeRecorder hands each finished request's Outcome to a channel.
+type outcomeRecorder chan Outcome
+
+func (outcomeRecorder) Started(int64, int64) {}
+func (o outcomeRecorder) Finished(x Outcome) { o <- x }

@@ -272,7 +272,8 @@ func Method(m string) string { return pick(m, methods) }
 var refusals = set("bad_request", "invalid_key", "revoked", "expired", "cut_off", "no_route", "no_credential",
 	"bad_body", "ledger_unavailable", "rate", "concurrency", "tpm", "budget", "unavailable", "rebuild")
 
-var upstreamErrors = set("forbidden_address", "timeout", "unreachable", "client_gone")
+var upstreamErrors = set("forbidden_address", "timeout", "unreachable", "client_gone", "circuit_open",
+	"response_too_large", "request_timeout", "stream_idle")
 
 func codeClass(status int) string {
 	if status < 100 || status > 599 {
