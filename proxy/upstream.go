@@ -495,9 +495,14 @@ func (b *balancer) aim(req *http.Request, t *target, tg *Target) {
 	req.URL.Path, _ = url.PathUnescape(rawPath)
 	req.Host = ""
 	if t.route.CredentialHeader != "" {
-		t.credential = strings.Replace(t.route.CredentialFormat, "{}", b.getenv(tg.CredentialEnv), 1)
+		t.credential = b.credential(&t.route, tg)
 		req.Header.Set(t.route.CredentialHeader, t.credential)
 	}
+}
+
+// credential is what the route injects for target tg: its key in the route's format.
+func (b *balancer) credential(route *Route, tg *Target) string {
+	return strings.Replace(route.CredentialFormat, "{}", b.getenv(tg.CredentialEnv), 1)
 }
 
 // inFlightBody counts a response as in flight on its target until the gateway
@@ -579,7 +584,7 @@ func (b *balancer) probeOne(ctx context.Context, route Route, tg *Target) bool {
 		return false
 	}
 	if route.CredentialHeader != "" {
-		req.Header.Set(route.CredentialHeader, strings.Replace(route.CredentialFormat, "{}", b.getenv(tg.CredentialEnv), 1))
+		req.Header.Set(route.CredentialHeader, b.credential(&route, tg))
 	}
 	resp, err := b.next.RoundTrip(req)
 	if err != nil {
