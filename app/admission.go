@@ -49,7 +49,8 @@ func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger) (lim l
 		}
 		log.Error("Redis is not reachable at start; fail-closed routes answer 503 until it is", "err", err)
 	}
-	lim = limiter.NewRedis(client, limiter.RedisOptions{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout, Replicas: cfg.Replicas})
+	lim = limiter.NewRedis(client, limiter.RedisOptions{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout, Wait: cfg.RedisWait,
+		Replicas: cfg.Replicas})
 	return lim, client, func() { client.Close() }, nil
 }
 
@@ -77,9 +78,21 @@ func redisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
 		IsClusterMode:    cfg.RedisMode() == config.RedisCluster,
 		MasterName:       cfg.RedisSentinelMaster,
 		SentinelPassword: cfg.RedisSentinelPassword,
-		// Without this, go-redis ignores context deadlines on the socket and a slow
-		// Redis would hold requests past REDIS_TIMEOUT.
-		ContextTimeoutEnabled: true,
+		// A call may wait up to REDIS_WAIT for a pooled connection (a burst queues
+		// there), and once sent Redis must answer within REDIS_TIMEOUT: the socket
+		// deadlines come from these, not from the call's context, whose deadline
+		// also covers the wait.
+		PoolSize:     cfg.RedisPoolSize,
+		PoolTimeout:  max(cfg.RedisWait, time.Millisecond),
+		ReadTimeout:  cfg.RedisTimeout,
+		WriteTimeout: cfg.RedisTimeout,
+		DialTimeout:  max(cfg.RedisTimeout, time.Second),
+		// Never resend a command: go-redis retries a call whose connection broke
+		// after it was written, and Redis may already have run it. An ADMIT run
+		// twice takes two rate tokens and two holds for one request. The limiter
+		// retries only what Redis provably did not run (see limiter.Redis).
+		MaxRetries:   -1,
+		MaxRedirects: -1,
 	}
 	if e.TLS {
 		// ServerName stays empty: each connection verifies the host it dials,

@@ -131,9 +131,16 @@ type RedisOptions struct {
 	// Prefix starts every key, e.g. "tg:". It must not contain '{' or '}', which would
 	// take the place of the team's Cluster hash tag.
 	Prefix string
-	// Timeout bounds every call to Redis; DefaultTimeout when zero. The client must set
-	// ContextTimeoutEnabled, or socket reads wait out its ReadTimeout instead.
+	// Timeout bounds every call to Redis; DefaultTimeout when zero. With Wait zero it
+	// is the whole call's deadline, and the client must set ContextTimeoutEnabled, or
+	// socket reads wait out its ReadTimeout instead.
 	Timeout time.Duration
+	// Wait is how much longer than Timeout a call may take in all, for a client
+	// whose socket deadlines (ReadTimeout, WriteTimeout) bound Redis's answer and
+	// whose PoolTimeout bounds the wait for a connection: then a burst queues for
+	// the pool for up to Wait, while a Redis that does not answer still fails
+	// within Timeout of the call being sent.
+	Wait time.Duration
 	// Replicas is how many gateway replicas share the limits; a fail-open decision is
 	// taken alone at each limit divided by it. 1 when zero.
 	Replicas int
@@ -147,7 +154,7 @@ type RedisOptions struct {
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
-	timeout  time.Duration
+	timeout  time.Duration // a call's whole deadline: Timeout + Wait
 	replicas int64
 	now      func() time.Time // injected script clock; nil means Redis TIME
 
@@ -167,6 +174,7 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
+	r.timeout += max(opts.Wait, 0)
 	r.replicas = max(r.replicas, 1)
 	r.fallback = NewLocal(r.clock)
 	return r
@@ -227,7 +235,7 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			// The script refused the request id itself: not an outage.
 			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
 		}
-		if isTimeout(err) {
+		if mayHaveRun(err) {
 			r.releaseLate(req.Team, req.Member, req.RequestID)
 		}
 		return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
@@ -266,7 +274,7 @@ func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 			kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly"))
 		args = append(args, req.Meta)
 	}
-	v, err := admitScript.Run(ctx, r.client, a.keys, args...).Slice()
+	v, err := r.run(ctx, admitScript, a.keys, args...).Slice()
 	if err != nil {
 		return Decision{}, err
 	}
@@ -414,11 +422,43 @@ func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision
 	return d, nil
 }
 
-// isTimeout reports whether err is a call that may have reached Redis and run
-// there after the caller stopped waiting: a deadline, not a refused dial.
-func isTimeout(err error) bool {
-	var netErr net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+// mayHaveRun reports whether a failed call may still have run in Redis: it
+// timed out or its connection broke after the command was written (a command
+// sent is not recalled by closing its connection). Only a call that provably
+// never left (no connection from the pool, a refused dial) or that Redis
+// refused before running it did not.
+func mayHaveRun(err error) bool {
+	var opErr *net.OpError
+	return !errors.Is(err, redis.ErrPoolTimeout) && !(errors.As(err, &opErr) && opErr.Op == "dial") && !notRun(err)
+}
+
+// notRun reports whether err is Redis's refusal of a command it did not run: a
+// Cluster redirection, a node that is loading or down, or a write refused on a
+// replica before the script wrote anything.
+func notRun(err error) bool {
+	for _, prefix := range [...]string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY", "NOSCRIPT"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxNotRunRetries is how many times a call that Redis refused without running
+// it is sent again (a Cluster slot that moved: the client reloads its slot map).
+// go-redis's own retries are off (the app's client has MaxRetries and
+// MaxRedirects -1): they resend a command whose connection broke after the
+// write, which may already have run.
+const maxNotRunRetries = 2
+
+// run runs script once, and again only when Redis refused it without running it.
+func (r *Redis) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	for attempt := 0; ; attempt++ {
+		cmd := script.Run(ctx, r.client, keys, args...)
+		if attempt == maxNotRunRetries || !notRun(cmd.Err()) || ctx.Err() != nil {
+			return cmd
+		}
+	}
 }
 
 // lateReleaseAfter are the delays after which releaseLate settles an admission
@@ -482,15 +522,24 @@ func (r *Redis) Settle(ctx context.Context, s Settlement) (SettleResult, error) 
 
 // settle runs SETTLE on ctx.
 func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) {
+	keys, args := r.settleCall(s)
+	return parseSettle(r.run(ctx, settleScript, keys, args...))
+}
+
+// settleCall builds SETTLE's KEYS and ARGV for s.
+func (r *Redis) settleCall(s Settlement) (keys []string, args []any) {
 	var kb keyBuf
 	kb.sb.Grow(12 * (len(r.prefix) + len(s.Team) + len(s.Member) + 16))
 	base := kb.key(r.prefix, "{t:", s.Team, "}:")
 	member := kb.key(base, "m:", s.Member, ":")
-	keys := []string{kb.key(base, "epoch"), kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
+	keys = []string{kb.key(base, "epoch"), kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
 		kb.key(member, "conc"), kb.key(base, "team:conc"), kb.key(member, "tpm"), kb.key(base, "team:tpm"),
 		kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly")}
-	v, err := settleScript.Run(ctx, r.client, keys, r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens,
-		strconv.FormatInt(s.Epoch, 10)).Int64Slice()
+	return keys, []any{r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens, strconv.FormatInt(s.Epoch, 10)}
+}
+
+func parseSettle(cmd *redis.Cmd) (SettleResult, error) {
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return SettleResult{}, err
 	}
@@ -498,6 +547,41 @@ func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) 
 		return SettleResult{}, fmt.Errorf("unexpected reply %v", v)
 	}
 	return SettleResult{Applied: v[0] == 1, Known: v[1] == 1, Lost: v[2] == 1}, nil
+}
+
+// SettleAll settles every s in one round trip (a pipeline of SETTLEs; Redis
+// runs each script atomically) and returns each one's error, nil when it was
+// applied or was a replay. A SETTLE is idempotent per request id, so a failed
+// one may be sent again.
+func (r *Redis) SettleAll(ctx context.Context, ss []Settlement) []error {
+	errs := make([]error, len(ss))
+	cmds := make([]*redis.Cmd, len(ss))
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	for i := range ss {
+		if errs[i] = ss[i].validate(); errs[i] != nil {
+			continue
+		}
+		r.fallback.releaseSlots(ss[i].Team, ss[i].Member, ss[i].RequestID)
+		keys, args := r.settleCall(ss[i])
+		cmds[i] = settleScript.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			// Not run: the script is not cached (a restarted Redis); Run loads it.
+			keys, args := r.settleCall(ss[i])
+			cmd = r.run(ctx, settleScript, keys, args...)
+		}
+		if _, err := parseSettle(cmd); err != nil {
+			errs[i] = fmt.Errorf("limiter: settle %s/%s %s: %w", ss[i].Team, ss[i].Member, ss[i].RequestID, err)
+		}
+	}
+	return errs
 }
 
 // Rebuild restores the team's spend counters (and mirrored revocations and cut-offs)
@@ -527,7 +611,7 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 			args = append(args, "m:"+m, p.kind(), v)
 		}
 	}
-	n, err := rebuildScript.Run(ctx, r.client, keys, args...).Int64()
+	n, err := r.run(ctx, rebuildScript, keys, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("limiter: rebuild %s: %w", team, err)
 	}

@@ -101,10 +101,18 @@ type Config struct {
 	// RedisKeyPrefix starts every Redis key, so several gateways (or tests) can
 	// share one Redis. REDIS_KEY_PREFIX, default "tg:".
 	RedisKeyPrefix string
-	// RedisTimeout bounds each admission call to Redis; past it a fail-closed route
-	// answers 503. REDIS_TIMEOUT, default 150ms: 50ms tripped on a saturated
-	// 2-core machine during the load tests.
+	// RedisTimeout bounds how long Redis may take to answer a call once it is sent
+	// (the socket's read and write deadlines); past it a fail-closed route answers
+	// 503. REDIS_TIMEOUT, default 150ms: 50ms tripped on a saturated 2-core machine
+	// during the load tests.
 	RedisTimeout time.Duration
+	// RedisWait bounds how long a call waits for a free pooled connection before it
+	// is sent: a burst queues here, and a busy Redis that answers is not down.
+	// REDIS_WAIT, default 5s.
+	RedisWait time.Duration
+	// RedisPoolSize is how many connections each replica keeps to Redis at most.
+	// REDIS_POOL_SIZE, default 64.
+	RedisPoolSize int
 	// Replicas is how many gateway replicas share the limits; a route that fails
 	// open while Redis is down admits at each limit divided by it. GATEWAY_REPLICAS, default 1.
 	Replicas int
@@ -154,6 +162,8 @@ func Load(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),
 		RedisKeyPrefix:           p.str("REDIS_KEY_PREFIX", "tg:"),
 		RedisTimeout:             p.duration("REDIS_TIMEOUT", 150*time.Millisecond, time.Millisecond),
+		RedisWait:                p.duration("REDIS_WAIT", 5*time.Second, 0),
+		RedisPoolSize:            int(p.int64("REDIS_POOL_SIZE", 64, 1)),
 		Replicas:                 int(p.int64("GATEWAY_REPLICAS", 1, 1)),
 		ConcurrencyLease:         p.duration("CONCURRENCY_LEASE", 15*time.Minute, time.Second),
 	}
