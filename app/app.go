@@ -153,6 +153,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		Resilience:        o.resilience,
 		UpstreamObservers: []proxy.UpstreamObserver{m, upstreamLog{log}},
 	})
+	m.WatchSettles(a.gateway.SettleStats)
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
 		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live})
 	return a, nil
@@ -253,6 +254,11 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("app: shutdown: %w", err)
+	}
+	// The last responses' settles are queued: run them before the process ends,
+	// or their holds are charged in full when their leases end.
+	if err := a.gateway.DrainSettles(shutdownCtx); err != nil {
+		a.log.Error("settles still queued at shutdown: their holds are charged in full when their leases end", "err", err)
 	}
 	if adminSrv != nil {
 		adminCtx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -481,6 +481,9 @@ type Limiter interface {
 	// Settle replaces the request's hold with its real cost and frees its concurrency
 	// slots; a replay changes nothing.
 	Settle(ctx context.Context, s Settlement) (SettleResult, error)
+	// SettleAll settles many requests, in one round trip where the limiter can,
+	// and returns each one's error (nil: applied, or a replay).
+	SettleAll(ctx context.Context, ss []Settlement) []error
 	// Rebuild restores a team's spend after Redis lost it (Admit said ReasonRebuild),
 	// unless another replica already did.
 	Rebuild(ctx context.Context, team string, state TeamState) error

@@ -335,6 +335,15 @@ func (l *Local) releaseSlots(team, member, requestID string) {
 	delete(l.slots[stateKey{team: team}], requestID)
 }
 
+// SettleAll settles each of ss in turn.
+func (l *Local) SettleAll(ctx context.Context, ss []Settlement) []error {
+	errs := make([]error, len(ss))
+	for i, s := range ss {
+		_, errs[i] = l.Settle(ctx, s)
+	}
+	return errs
+}
+
 // Settle replaces the request's hold with its real cost and frees its concurrency
 // slots, like the Redis SETTLE script; a replay changes nothing.
 func (l *Local) Settle(_ context.Context, s Settlement) (SettleResult, error) {

@@ -165,3 +165,47 @@ func TestUnderEstimateIsCarriedAsDebt(t *testing.T) {
 		})
 	}
 }
+
+// TestSettleAllIsExact settles a batch (one pipeline on Redis) exactly: each hold
+// is replaced by its cost, a replayed batch changes nothing, and a batch sent to
+// a Redis that lost its script cache (SCRIPT FLUSH) is still applied once.
+func TestSettleAllIsExact(t *testing.T) {
+	t.Parallel()
+	_, ls := bothLimiters(t)
+	for name, l := range ls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := limiter.Policy{Budget: budget(100*dollar, limiter.PeriodTotal)}
+			batch := func(n int) []limiter.Settlement {
+				var ss []limiter.Settlement
+				for range n {
+					req := limiter.Request{Team: "team", Member: "bob", RequestID: rid(), Hold: dollar, Lease: time.Minute, MemberPolicy: p}
+					d := admit(t, l, req)
+					ss = append(ss, limiter.Settlement{Team: "team", Member: "bob", RequestID: req.RequestID, Cost: dollar / 4, Epoch: d.Epoch})
+				}
+				return ss
+			}
+			check := func(ss []limiter.Settlement) {
+				t.Helper()
+				for i, err := range l.SettleAll(context.Background(), ss) {
+					if err != nil {
+						t.Fatalf("settle %d: %v", i, err)
+					}
+				}
+			}
+			first := batch(10)
+			check(first)
+			check(first) // a replay
+			if _, ok := l.(*limiter.Redis); ok {
+				if err := redistest.Client(t).ScriptFlush(context.Background()).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check(batch(10))
+			// 20 requests at $0.25 each, nothing held: $95 left.
+			if d := admit(t, l, limiter.Request{Team: "team", Member: "bob", RequestID: rid(), MemberPolicy: p}); d.BudgetRemaining != 95*dollar {
+				t.Fatalf("after two batches and a replay: %+v, want $95 left", d)
+			}
+		})
+	}
+}

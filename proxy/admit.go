@@ -19,7 +19,7 @@ import (
 // the app folds their bursts (observe.DefaultFold).
 const (
 	AdmissionFailedMsg = "admission failed"
-	SettleFailedMsg    = "settle failed; the hold stays until its lease ends and is then charged in full"
+	SettleFailedMsg    = "settle failed after every retry; the hold stays until its lease ends and is then charged in full"
 )
 
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, member Member, team Team, t *target) (limiter.Decision, bool) {
@@ -37,6 +37,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 	}
 	if req.Hold > 0 || req.Tokens > 0 {
 		req.Meta = holdMeta(t)
+		g.settles.waitMember(r.Context(), req.Team, req.Member, time.Second)
 	}
 	dec, err := g.opts.Limiter.Admit(r.Context(), req)
 	if err == nil && dec.Reason == limiter.ReasonRebuild {

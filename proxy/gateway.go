@@ -93,6 +93,7 @@ type Gateway struct {
 	balancer *balancer
 	inFlight inFlightCap
 	members  *memberGates
+	settles  *settles
 }
 
 // New builds a Gateway.
@@ -131,7 +132,8 @@ func New(opts Options) *Gateway {
 		opts.MaxInflatedBytes = math.MaxInt64
 	}
 	g := &Gateway{opts: opts, inFlight: inFlightCap{limit: int64(opts.MaxInFlight)},
-		members: newMemberGates(opts.MemberMaxInFlight, opts.MemberQueueDepth, opts.MemberQueueWait)}
+		members: newMemberGates(opts.MemberMaxInFlight, opts.MemberQueueDepth, opts.MemberQueueWait),
+		settles: newSettles(opts.Limiter, opts.Logger)}
 	g.balancer = &balancer{next: opts.Transport, getenv: opts.Getenv, log: opts.Logger,
 		ups: newUpstreams(opts.Resilience, opts.Now, opts.UpstreamObservers)}
 	g.proxy = &httputil.ReverseProxy{

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -112,20 +111,18 @@ func setBody(r *http.Request, body []byte) {
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 }
 
-// settle replaces the hold with what the request really cost, from the usage the
-// provider reported, and records the ledger row. It runs detached from the
-// request's context: a client hanging up must not skip it.
+// settle decides what the request really cost, from the usage the provider
+// reported, queues the limiter's SETTLE to run after the response (g.settles),
+// and records the ledger row. It runs detached from the request's context: a
+// client hanging up must not skip it.
 func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Outcome) {
-	// The limiter bounds its own call (REDIS_TIMEOUT); the ledger never blocks.
+	// The ledger never blocks; the settle queue blocks only when it is full.
 	ctx := context.WithoutCancel(r.Context())
 	status, cost, tokens, used := t.outcome()
 	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
 	o.UpstreamError = t.failed
-	_, err := g.opts.Limiter.Settle(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
+	g.settles.add(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
 		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
-	if err != nil {
-		g.opts.Logger.LogAttrs(ctx, slog.LevelError, SettleFailedMsg, slog.String("request_id", t.requestID), slog.Any("err", err))
-	}
 	if !t.meter.paid {
 		return
 	}

@@ -317,6 +317,33 @@ func (f factory) histogram(name, help string, buckets []float64, labels ...strin
 	return h
 }
 
+// WatchSettles reports the gateway's settle queue: its depth, and what it
+// retried, abandoned or ran on the request.
+func (m *Metrics) WatchSettles(read func() proxy.SettleStats) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tollgate_settle_queue_depth",
+			Help: "Settles waiting to run after their responses."},
+			func() float64 { return float64(read().Queued) }),
+		settleCollector{read: read, desc: prometheus.NewDesc("tollgate_settles_total",
+			"Settles that did not simply run once after their response: retried after a failure, abandoned after every "+
+				"retry (the hold is charged in full when its lease ends), or run on the request because the queue was full.",
+			[]string{"outcome"}, nil)})
+}
+
+type settleCollector struct {
+	read func() proxy.SettleStats
+	desc *prometheus.Desc
+}
+
+func (c settleCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c settleCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.read()
+	for outcome, n := range map[string]uint64{"retried": s.Retried, "abandoned": s.Abandoned, "inline": s.Inline} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), outcome)
+	}
+}
+
 // redisStats reports limiter.Redis.Stats as one counter family.
 type redisStats struct {
 	read func() limiter.Stats

@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/limiter/redistest"
+	"github.com/tollgate/tollgate/proxy/apikey"
+	"github.com/tollgate/tollgate/proxy/estimate"
+)
+
+// gatedLimiter is the shared Redis limiter with its settles held back until
+// open is closed, and the first failures of them failing.
+type gatedLimiter struct {
+	limiter.Limiter
+	open     chan struct{}
+	failures atomic.Int32
+	settles  atomic.Int32 // settles that reached Redis
+}
+
+var errInjected = errors.New("injected settle failure")
+
+func (l *gatedLimiter) Settle(ctx context.Context, s limiter.Settlement) (limiter.SettleResult, error) {
+	<-l.open
+	if l.failures.Add(-1) >= 0 {
+		return limiter.SettleResult{}, errInjected
+	}
+	l.settles.Add(1)
+	return l.Limiter.Settle(ctx, s)
+}
+
+func (l *gatedLimiter) SettleAll(ctx context.Context, ss []limiter.Settlement) []error {
+	errs := make([]error, len(ss))
+	for i, s := range ss {
+		_, errs[i] = l.Settle(ctx, s)
+	}
+	return errs
+}
+
+// paidGateway serves one member with a $1 total budget on a paid Anthropic
+// route to an upstream that reports 10 input and 20 output tokens.
+type paidGateway struct {
+	g       *Gateway
+	url     string
+	key     string
+	lim     *gatedLimiter
+	cost    int64 // what one request really costs
+	budget  int64
+	release func()
+}
+
+func newPaidGateway(t *testing.T) *paidGateway {
+	t.Helper()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],`+
+			`"usage":{"input_tokens":10,"output_tokens":20}}`)
+	}))
+	t.Cleanup(upstream.Close)
+	u, _ := url.Parse(upstream.URL)
+	const budget = 1_000_000
+	price := estimate.Price{Model: "claude-test", InputPerMTok: 3_000_000, OutputPerMTok: 15_000_000, CacheWritePerMTok: 3_750_000,
+		CacheReadPerMTok: 300_000, MaxOutputTokens: 1000}
+	k := apikey.Generate()
+	snap := NewSnapshot(
+		[]Team{{ID: 1}},
+		[]Key{{ID: k.ID, TeamID: 1, MemberID: 1, SecretHash: k.SecretHash}},
+		[]Member{{ID: 1, TeamID: 1, Limits: limiter.Policy{Budget: &limiter.Budget{Limit: budget, Period: limiter.PeriodTotal}}}},
+		[]Route{{ID: 1, TeamID: 1, Prefix: "/anthropic", Targets: []Target{NewTarget(u, "ANTHROPIC_API_KEY")}, Dialect: DialectAnthropic,
+			CredentialHeader: "x-api-key", CredentialFormat: "{}"}},
+		estimate.Table{"claude-test": price}, time.Now())
+	lim := &gatedLimiter{Limiter: limiter.NewRedis(redistest.Client(t), limiter.RedisOptions{Prefix: redistest.Prefix(t), Timeout: 5 * time.Second}),
+		open: make(chan struct{})}
+	g := New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "provider-secret" }, Limiter: lim,
+		Rebuild: func(context.Context, int64) (limiter.TeamState, error) {
+			return limiter.TeamState{At: time.Now(), Members: map[string]map[limiter.Period]int64{"1": {limiter.PeriodTotal: 0}}}, nil
+		}})
+	g.settles.backoff = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	var released atomic.Bool
+	release := func() {
+		if released.CompareAndSwap(false, true) {
+			close(lim.open)
+		}
+	}
+	t.Cleanup(release)
+	// 10 input at $3 and 20 output at $15 per million tokens, rounded up once.
+	return &paidGateway{g: g, url: srv.URL, key: k.Plaintext, lim: lim, cost: (10*3_000_000 + 20*15_000_000 + 999_999) / 1_000_000,
+		budget: budget, release: release}
+}
+
+// call sends one Messages request and reads its whole answer.
+func (p *paidGateway) call(t *testing.T) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.url+"/anthropic/v1/messages",
+		strings.NewReader(`{"model":"claude-test","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("x-api-key", p.key)
+	req.Header.Set("content-type", "application/json")
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+func (p *paidGateway) drain(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.g.DrainSettles(ctx); err != nil {
+		t.Fatalf("settles not drained: %v", err)
+	}
+}
+
+// TestSettleRunsAfterTheResponse: the caller has its whole answer while the
+// limiter's SETTLE is still held back, so SETTLE is not on the request's path;
+// once it runs, the member is charged what the provider reported.
+func TestSettleRunsAfterTheResponse(t *testing.T) {
+	t.Parallel()
+	p := newPaidGateway(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if status, _, body := p.call(t); status != http.StatusOK {
+			t.Errorf("%d %s", status, body)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the response waited for SETTLE")
+	}
+	if n := p.lim.settles.Load(); n != 0 {
+		t.Fatalf("%d settles ran before they were let through", n)
+	}
+	p.release()
+	p.drain(t)
+	if n := p.lim.settles.Load(); n != 1 {
+		t.Fatalf("%d settles ran, want 1", n)
+	}
+	assertCharged(t, p, p.cost)
+}
+
+// TestFailedSettleIsRetried: settles that fail are sent again until one lands,
+// so the member is charged the real usage, not the whole hold at lease end.
+func TestFailedSettleIsRetried(t *testing.T) {
+	t.Parallel()
+	p := newPaidGateway(t)
+	p.lim.failures.Store(2)
+	p.release()
+	if status, _, body := p.call(t); status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.drain(t)
+	if st := p.g.SettleStats(); st.Retried != 2 || st.Abandoned != 0 {
+		t.Fatalf("stats %+v, want 2 retries and nothing abandoned", st)
+	}
+	assertCharged(t, p, p.cost)
+}
+
+// TestSettleAbandonedAfterEveryRetry: a settle that never lands is given up
+// after the last retry, its hold left for the lease to end.
+func TestSettleAbandonedAfterEveryRetry(t *testing.T) {
+	t.Parallel()
+	p := newPaidGateway(t)
+	p.lim.failures.Store(1 << 30)
+	p.release()
+	if status, _, body := p.call(t); status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.drain(t)
+	if st := p.g.SettleStats(); st.Retried != 3 || st.Abandoned != 1 {
+		t.Fatalf("stats %+v, want 3 retries and 1 abandoned", st)
+	}
+}
+
+// assertCharged checks, with one more request, that the budget has want spent
+// and nothing else held.
+func assertCharged(t *testing.T, p *paidGateway, want int64) {
+	t.Helper()
+	status, h, body := p.call(t)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	left, _ := strconv.ParseInt(h.Get("X-Budget-Remaining-Micros"), 10, 64)
+	// The probe's hold is the same for every call of this body: find it from a
+	// fresh gateway's first answer, which has nothing spent.
+	fresh := newPaidGateway(t)
+	fresh.release()
+	_, fh, _ := fresh.call(t)
+	freshLeft, _ := strconv.ParseInt(fh.Get("X-Budget-Remaining-Micros"), 10, 64)
+	if spent := freshLeft - left; spent != want {
+		t.Fatalf("spent %d, want %d (the real cost, not the hold of %d)", spent, want, p.budget-freshLeft)
+	}
+}
