@@ -223,6 +223,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	}
 	// Dashboard streams would otherwise hold Shutdown until its timeout.
 	srv.RegisterOnShutdown(a.console.CloseStreams)
+	ln = proxy.GuardFraming(srv, ln)
 	// Either server failing ends Serve; the deferred Closes stop the other.
 	errc := make(chan error, 2)
 	servers := 1

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,9 +75,35 @@ func TestSecretsNeverLeak(t *testing.T) {
 	send(anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody))
 	send(anthropicRequest(t, f.gw.URL, f.key+"x", messagesBody))
 	send(anthropicRequest(t, f.gw.URL, strings.Replace(f.key, "tg_", "tg_x", 1), messagesBody))
+	// The key in the query beside a valid header key, encoded paths, and
+	// smuggling payloads on raw sockets (TestKeyInQueryNeverForwarded,
+	// TestEncodedSeparatorsRefused, TestAmbiguousFramingIsRefused).
+	for _, query := range keyInQueryVariants(f.key) {
+		req := anthropicRequest(t, f.gw.URL, f.key, messagesBody)
+		req.URL.RawQuery = query
+		send(req)
+	}
+	for _, path := range []string{"/anthropic/..%2fopenai/v1/chat/completions", "/anthropic/%2e%2e%2fv1", "/anthropic/..%5cv1"} {
+		req := anthropicRequest(t, f.gw.URL, f.key, messagesBody)
+		req.URL.Opaque = path
+		send(req)
+	}
+	head := "POST /anthropic/v1/messages HTTP/1.1\r\nHost: gw\r\nx-api-key: " + f.key + "\r\nanthropic-version: 2023-06-01\r\n"
+	for _, framing := range []string{"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "Transfer-Encoding:\r\n chunked\r\nContent-Length: 5\r\n"} {
+		got, _ := rawExchange(t, f.gw.URL, head+framing+"\r\n0\r\n\r\n"+head+"Content-Length: 2\r\n\r\n{}")
+		for _, r := range got {
+			captured.WriteString(strconv.Itoa(r.status) + "\n")
+			r.header.Write(&captured)
+			captured.WriteString(r.body)
+		}
+	}
 
 	out := captured.String()
 	logs := f.gw.Logs.String()
+	var upstream strings.Builder // what the mock provider received
+	for _, rec := range f.mock.Records() {
+		upstream.WriteString(rec.Path + " " + rec.RawPath + "?" + rec.RawQuery + "\n")
+	}
 	if !strings.Contains(out, "tok tok") || !strings.Contains(out, "could not be reached") {
 		t.Fatalf("the scripted run did not exercise success and failure paths:\n%s", out)
 	}
@@ -94,6 +121,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 		if strings.Contains(logs, secret) {
 			t.Errorf("%s appears in the gateway log", name)
+		}
+		if name == "member key secret" && strings.Contains(strings.ToLower(upstream.String()), secret) {
+			t.Errorf("%s reached the upstream", name)
 		}
 	}
 	if strings.Contains(out, "X-Seen-Credential") {

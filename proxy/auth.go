@@ -29,7 +29,7 @@ func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *E
 	plaintext, ok := presentedKey(r)
 	if !ok {
 		fault := "missing"
-		if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Api-Key") != "" || apikey.LooksLikeKey(r.URL.RawQuery) {
+		if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "" || r.Header.Get("Api-Key") != "" || keyInQuery(r.URL.RawQuery) {
 			fault = "malformed"
 		}
 		return Key{}, Member{}, invalidKey(fault)
@@ -68,7 +68,11 @@ func (g *Gateway) authenticate(r *http.Request, snap *Snapshot) (Key, Member, *E
 // header, a non-Bearer Authorization or a key in the query string all fail: there
 // is no guessing which one was meant and no anonymous fallback.
 func presentedKey(r *http.Request) (string, bool) {
-	if apikey.LooksLikeKey(r.URL.RawQuery) {
+	// A key in the query (in any encoding) is refused, not dropped: dropping it
+	// and serving on a header key would keep a client working that writes its
+	// key into URLs, which front proxies and browsers log; the refusal makes
+	// its owner move the key to a header (and rotate it).
+	if keyInQuery(r.URL.RawQuery) {
 		return "", false
 	}
 	var found string

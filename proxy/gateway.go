@@ -327,25 +327,13 @@ func checkRequestShape(r *http.Request, maxHeaderBytes int) *Error {
 	if size > maxHeaderBytes {
 		return &Error{Kind: KindTooLarge, Status: http.StatusRequestHeaderFieldsTooLarge, Message: "request headers exceed " + strconv.Itoa(maxHeaderBytes) + " bytes"}
 	}
-	if hasDotSegment(r.URL.EscapedPath()) {
-		return &Error{Kind: KindInvalidRequest, Message: "request path must not contain . or .. segments"}
+	if err := checkPath(r.URL.EscapedPath()); err != nil {
+		return err
 	}
 	if r.Header.Get("Upgrade") != "" {
 		return &Error{Kind: KindInvalidRequest, Message: "protocol upgrades are not supported through the gateway"}
 	}
 	return nil
-}
-
-// hasDotSegment finds "." and ".." segments, percent-encoded ones included, which
-// an upstream or an intermediary could resolve into another route's path.
-func hasDotSegment(escapedPath string) bool {
-	for _, seg := range strings.Split(escapedPath, "/") {
-		s := strings.ReplaceAll(strings.ToLower(seg), "%2e", ".")
-		if s == "." || s == ".." {
-			return true
-		}
-	}
-	return false
 }
 
 // readBody reads the bounded body so it is forwarded with a known length and can

@@ -72,6 +72,16 @@ func Matches(secret string, want [32]byte) bool {
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
-// LooksLikeKey reports whether s carries the key prefix; used to refuse keys
-// smuggled in places they must not travel, such as the query string.
-func LooksLikeKey(s string) bool { return strings.Contains(s, prefix) }
+// LooksLikeKey reports whether s carries the key prefix in any letter case;
+// used to refuse keys smuggled in places they must not travel, such as the
+// query string. Case is ignored because an upper-cased key still gives its
+// secret away (the alphabet is lower-case only).
+func LooksLikeKey(s string) bool {
+	// prefix is "tg_": letters fold to lower case with |0x20.
+	for i := 2; i < len(s); i++ {
+		if s[i] == prefix[2] && s[i-1]|0x20 == prefix[1] && s[i-2]|0x20 == prefix[0] {
+			return true
+		}
+	}
+	return false
+}
