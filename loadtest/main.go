@@ -1,7 +1,7 @@
 // Command loadtest runs tollgate's load scenarios on loopback and prints one table
 // per scenario; raw results go to loadtest/results/ (git-ignored) as JSON.
 //
-//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation] [-duration 30s] ...
+//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation,burst] [-duration 30s] ...
 //
 // Every scenario starts what it needs (its own database, Redis prefix, mock
 // provider, gateway processes and, for the comparisons, a bare ReverseProxy and
@@ -36,6 +36,7 @@ type options struct {
 	workers            int
 	streams            []int
 	trials             int
+	burst              int
 	profile            bool
 	dbURL              string
 	redisURL           string
@@ -68,7 +69,7 @@ func main() {
 		}
 	}
 	var o options
-	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation")
+	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation, burst")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs")
 	flag.DurationVar(&o.overheadDuration, "overhead-duration", 20*time.Second, "overhead: load per path and request kind")
 	flag.IntVar(&o.rate, "rate", 1000, "overhead: requests per second, open loop")
@@ -76,6 +77,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 32, "throughput: concurrent closed-loop workers")
 	streams := flag.String("streams", "100,1000,5000", "memory: requests held in flight, comma-separated levels")
 	flag.IntVar(&o.trials, "trials", 100, "propagation: trials per kind of change")
+	flag.IntVar(&o.burst, "burst", 20000, "burst: requests released at once")
 	flag.BoolVar(&o.profile, "profile", true, "overhead: take CPU profiles of the gateway under the load afterwards")
 	flag.StringVar(&o.dbURL, "database", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres server (a database is created per scenario and dropped after)")
 	flag.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/0", "Redis (keys under a prefix per scenario, removed after)")
@@ -93,7 +95,7 @@ func main() {
 	}
 
 	scenarios := []scenario{{"correctness", correctness}, {"isolation", isolation}, {"overhead", overhead},
-		{"throughput", throughput}, {"memory", memory}, {"propagation", propagation}}
+		{"throughput", throughput}, {"memory", memory}, {"propagation", propagation}, {"burst", burst}}
 	chosen := map[string]bool{}
 	for _, name := range strings.Split(*which, ",") {
 		name = strings.TrimSpace(name)
