@@ -446,16 +446,11 @@ func (g *Gateway) missingCredential(route Route) string {
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	t := resp.Request.Context().Value(targetKey{}).(*target)
 	t.status, t.ttfb = resp.StatusCode, time.Since(t.start)
-	// An upstream that reflects request headers must not hand the credential back.
-	if t.credential != "" {
-		for name, values := range resp.Header {
-			for _, v := range values {
-				if strings.Contains(v, t.credential) {
-					resp.Header.Del(name)
-				}
-			}
-		}
-	}
+	// An upstream that reflects request headers must not hand the credential
+	// back, nor may any upstream set cookies on the gateway's origin.
+	secret := injectedSecret(&t.route, t.credential)
+	scrubHeader(resp.Header, secret)
+	scrubHeader(resp.Trailer, secret) // the names announced; the values at Close
 	streamed := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	limit := g.opts.MaxResponseBytes
 	if streamed {
@@ -466,9 +461,17 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	}
 	if t.meter.priced {
 		t.tap = usage.NewTap(t.meter.kind, resp.Header.Get("Content-Type"), resp.Body)
+		if t.meter.addedUsage && t.tap.DropUsageChunk() {
+			// The caller sees the stream it asked for, so it is shorter than sent.
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
 		resp.Body = t.tap
 	}
-	resp.Body = newWatchedBody(resp.Body, g.opts.StreamIdleTimeout, limit, streamed, t.cancel)
+	if secret != "" {
+		resp.Body = newRedactingBody(resp.Body, secret)
+	}
+	resp.Body = newWatchedBody(resp.Body, g.opts.StreamIdleTimeout, limit, streamed, t.cancel, resp, secret)
 	return nil
 }
 
@@ -527,6 +530,9 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	case errors.Is(err, ErrForbiddenAddress):
 		t.failed = "forbidden_address"
 		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}
+	case responseHeaderTooLarge(err):
+		t.failed = "response_headers_too_large"
+		e = &Error{Kind: KindUpstream, Message: "the upstream's response headers exceed the gateway's bound (MAX_RESPONSE_HEADER_BYTES)"}
 	case errors.Is(err, errStreamIdle), errors.As(err, &netErr) && netErr.Timeout():
 		t.failed = "timeout"
 		e = &Error{Kind: KindTimeout, Message: "the upstream did not answer in time"}
