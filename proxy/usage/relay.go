@@ -21,6 +21,9 @@ type relay struct {
 	from   int    // bytes of chunk already passed on, dropped or held
 	drop   bool   // the current event is the one to leave out
 	passed bool   // part of the current event went out already: too late to drop it
+	// dropped: the last event was left out; endCR: it ended in a CR at the end
+	// of a chunk, so a LF starting the next chunk is the rest of its CRLF.
+	dropped, endCR bool
 	err    error  // the body's, returned once out is empty
 }
 
@@ -42,7 +45,8 @@ func (t *Tap) DropUsageChunk() bool {
 // boundary takes the current event, which ends at end in the chunk being fed,
 // out of the stream or passes it on.
 func (r *relay) boundary(end int) {
-	if !r.drop || r.passed {
+	r.dropped = r.drop && !r.passed
+	if !r.dropped {
 		r.out = append(append(r.out, r.held...), r.chunk[r.from:end]...)
 	}
 	r.held, r.from, r.drop, r.passed = r.held[:0], end, false, false
@@ -56,8 +60,15 @@ func (t *Tap) relayRead(p []byte) (int, error) {
 		n, err := t.body.Read(p)
 		t.mu.Lock()
 		r.chunk, r.from = p[:n], 0
-		if !t.done {
+		if r.endCR && n > 0 && p[0] == '\n' {
+			if !r.dropped {
+				r.out = append(r.out, '\n')
+			}
+			r.from = 1
+		}
+		if !t.done && n > 0 {
 			t.sse.feed(r.chunk)
+			r.endCR = r.from == n && t.sse.afterCR
 		}
 		rest := r.chunk[r.from:]
 		if t.done || len(r.held)+len(rest) > maxHeldBytes {
