@@ -24,7 +24,7 @@ type relay struct {
 	// dropped: the last event was left out; endCR: it ended in a CR at the end
 	// of a chunk, so a LF starting the next chunk is the rest of its CRLF.
 	dropped, endCR bool
-	err    error  // the body's, returned once out is empty
+	err            error // the body's, returned once out is empty
 }
 
 // DropUsageChunk makes the Tap leave the usage-only chunk (empty choices beside
