@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -53,6 +54,22 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 			msg, _ := json.Marshal("Incorrect API key provided: " + key + " (" + strings.ToLower(key) + ", " + bearer + ")")
 			io.WriteString(w, `{"error":{"message":`+string(msg)+`,"type":"invalid_request_error","code":"invalid_api_key"}}`)
 			h.Set("X-Echo-Trailer", key)
+		case "echo-gzip", "echo-br":
+			h.Set("Content-Type", "application/json")
+			if r.Header.Get("X-Hostile") == "echo-br" {
+				h.Set("Content-Encoding", "br") // whatever the gateway asked for
+				io.WriteString(w, key)
+				return
+			}
+			msg := `{"error":{"message":"Incorrect API key provided: ` + key + `"}}`
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				io.WriteString(w, msg)
+				return
+			}
+			h.Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, msg)
+			zw.Close()
 		case "echo-stream":
 			h.Set("Content-Type", "text/event-stream")
 			flusher := w.(http.Flusher)
@@ -89,10 +106,16 @@ const (
 	usageChunk = `data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}` + "\n\n"
 )
 
-// addHostileRoute points an OpenAI-preset route at prefix to upstream.
-func addHostileRoute(t *testing.T, f *fixture, prefix, upstream string) {
+// addHostileRoute points a route at prefix to upstream: an OpenAI-preset one,
+// or a generic one injecting the same credential the same way.
+func addHostileRoute(t *testing.T, f *fixture, prefix, upstream string, generic bool) {
 	t.Helper()
-	_, err := f.st.AddRoute(context.Background(), store.ActorCLI, store.RouteSpec{TeamID: f.team.ID, Preset: "openai", Prefix: prefix, UpstreamURL: upstream})
+	spec := store.RouteSpec{TeamID: f.team.ID, Preset: "openai", Prefix: prefix, UpstreamURL: upstream}
+	if generic {
+		spec = store.RouteSpec{TeamID: f.team.ID, Prefix: prefix, UpstreamURL: upstream, Dialect: "generic",
+			CredentialHeader: "Authorization", CredentialEnv: "OPENAI_API_KEY", CredentialFormat: "Bearer {}"}
+	}
+	_, err := f.st.AddRoute(context.Background(), store.ActorCLI, spec)
 	must(t, err)
 	eventually(t, 10*time.Second, "route "+prefix+" loaded", func() bool {
 		return do(t, hostileRequest(t, f, prefix, "", chatBody)).status == http.StatusOK
@@ -113,7 +136,9 @@ func hostileRequest(t *testing.T, f *fixture, prefix, behaviour, body string) *h
 func TestHostileUpstreamResponses(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	addHostileRoute(t, f, "/hostile", hostileUpstream(t).URL)
+	hostile := hostileUpstream(t).URL
+	addHostileRoute(t, f, "/hostile", hostile, false)
+	addHostileRoute(t, f, "/hostile-generic", hostile, true)
 	streamBody := strings.Replace(chatBody, `"max_tokens":16`, `"max_tokens":16,"stream":true`, 1)
 
 	t.Run("cookies", func(t *testing.T) {
@@ -181,6 +206,21 @@ func TestHostileUpstreamResponses(t *testing.T) {
 		}
 	})
 
+	t.Run("credential echoed in a compressed body", func(t *testing.T) {
+		// The caller's client asks for gzip; on the generic route the upstream
+		// sends it, on the paid one the gateway asks for identity.
+		for _, prefix := range []string{"/hostile", "/hostile-generic"} {
+			r := do(t, hostileRequest(t, f, prefix, "echo-gzip", chatBody))
+			if r.status != http.StatusOK || !strings.Contains(r.body, "Incorrect API key provided: *****") {
+				t.Fatalf("%s: the body should arrive readable and masked: %d %s", prefix, r.status, r.body)
+			}
+			r = do(t, hostileRequest(t, f, prefix, "echo-br", chatBody))
+			if r.status != http.StatusBadGateway || !strings.Contains(r.body, "encoding the gateway did not ask for (br)") {
+				t.Fatalf("%s: an encoding the gateway cannot read should be refused: %d %s", prefix, r.status, r.body)
+			}
+		}
+	})
+
 	t.Run("credential echoed in a stream", func(t *testing.T) {
 		r := do(t, hostileRequest(t, f, "/hostile", "echo-stream", streamBody))
 		if r.status != http.StatusOK || !strings.Contains(r.body, "your key is ") || !strings.HasSuffix(r.body, "data: [DONE]\n\n") {
@@ -198,7 +238,7 @@ func TestHostileUpstreamResponses(t *testing.T) {
 func TestOpenAIStreamWithoutUsageAddsNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	addHostileRoute(t, f, "/hostile", hostileUpstream(t).URL)
+	addHostileRoute(t, f, "/hostile", hostileUpstream(t).URL, false)
 	for _, c := range []struct {
 		name, body, want string
 	}{

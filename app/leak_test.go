@@ -30,10 +30,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(reflecting.Close)
+	hostile := hostileUpstream(t).URL
 	for _, spec := range []store.RouteSpec{
 		{Prefix: "/reflect", UpstreamURL: reflecting.URL, Dialect: "generic", CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"},
 		{Prefix: "/dead", UpstreamURL: "http://127.0.0.1:1", Dialect: "anthropic", CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"},
-		{Prefix: "/hostile", UpstreamURL: hostileUpstream(t).URL, Preset: "openai"},
+		{Prefix: "/hostile", UpstreamURL: hostile, Preset: "openai"},
+		{Prefix: "/hostile-generic", UpstreamURL: hostile, Dialect: "generic", CredentialHeader: "Authorization", CredentialEnv: "OPENAI_API_KEY", CredentialFormat: "Bearer {}"},
 	} {
 		spec.TeamID = f.team.ID
 		_, err := f.st.AddRoute(ctx, store.ActorCLI, spec)
@@ -43,7 +45,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	eventually(t, 10*time.Second, "new routes loaded", func() bool {
 		return do(t, anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody)).status == http.StatusOK &&
 			do(t, anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody)).status == http.StatusBadGateway &&
-			do(t, hostileRequest(t, f, "/hostile", "", chatBody)).status == http.StatusOK
+			do(t, hostileRequest(t, f, "/hostile", "", chatBody)).status == http.StatusOK &&
+			do(t, hostileRequest(t, f, "/hostile-generic", "", chatBody)).status == http.StatusOK
 	})
 
 	var captured strings.Builder
@@ -77,8 +80,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 	send(req)
 	send(anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody))
 	send(anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody))
-	for _, behaviour := range []string{"cookies", "big-header", "echo", "echo-stream", ""} {
-		send(hostileRequest(t, f, "/hostile", behaviour, strings.Replace(chatBody, `"max_tokens":16`, `"max_tokens":16,"stream":true`, 1)))
+	for _, behaviour := range []string{"cookies", "big-header", "echo", "echo-gzip", "echo-br", "echo-stream", ""} {
+		for _, prefix := range []string{"/hostile", "/hostile-generic"} {
+			send(hostileRequest(t, f, prefix, behaviour, strings.Replace(chatBody, `"max_tokens":16`, `"max_tokens":16,"stream":true`, 1)))
+		}
 	}
 	send(anthropicRequest(t, f.gw.URL, f.key+"x", messagesBody))
 	send(anthropicRequest(t, f.gw.URL, strings.Replace(f.key, "tg_", "tg_x", 1), messagesBody))

@@ -427,6 +427,11 @@ func rewrite(pr *httputil.ProxyRequest) {
 	}
 	// The upstream's own log can then be reconciled with the ledger row by row.
 	out.Header.Set(RequestIDHeader, t.requestID)
+	if t.route.CredentialHeader != "" && out.Header.Get("Accept-Encoding") != "identity" {
+		// The body is searched for the credential (redactingBody), so it must
+		// arrive readable: Go's transport then asks for gzip and inflates it.
+		out.Header.Del("Accept-Encoding")
+	}
 }
 
 // missingCredential names the credential variable the route needs and lacks:
@@ -451,6 +456,9 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	secret := injectedSecret(&t.route, t.credential)
 	scrubHeader(resp.Header, secret)
 	scrubHeader(resp.Trailer, secret) // the names announced; the values at Close
+	if ce := resp.Header.Get("Content-Encoding"); secret != "" && ce != "" && !strings.EqualFold(ce, "identity") {
+		return &unreadableBody{encoding: ce}
+	}
 	streamed := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	limit := g.opts.MaxResponseBytes
 	if streamed {
@@ -487,6 +495,14 @@ func cutReason(cause error) string {
 		return "response_too_large"
 	}
 	return ""
+}
+
+// unreadableBody refuses a body compressed in a way the gateway did not ask
+// for: it could not be searched for the credential.
+type unreadableBody struct{ encoding string }
+
+func (e *unreadableBody) Error() string {
+	return "the upstream sent a body in an encoding the gateway did not ask for (" + e.encoding + ")"
 }
 
 // responseTooLarge ends a response past MaxResponseBytes or MaxStreamBytes.
@@ -530,6 +546,9 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	case errors.Is(err, ErrForbiddenAddress):
 		t.failed = "forbidden_address"
 		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}
+	case errors.As(err, new(*unreadableBody)):
+		t.failed = "unreadable_body"
+		e = &Error{Kind: KindUpstream, Message: err.Error()}
 	case responseHeaderTooLarge(err):
 		t.failed = "response_headers_too_large"
 		e = &Error{Kind: KindUpstream, Message: "the upstream's response headers exceed the gateway's bound (MAX_RESPONSE_HEADER_BYTES)"}
