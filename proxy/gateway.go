@@ -456,7 +456,8 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	secret := injectedSecret(&t.route, t.credential)
 	scrubHeader(resp.Header, secret)
 	scrubHeader(resp.Trailer, secret) // the names announced; the values at Close
-	if ce := resp.Header.Get("Content-Encoding"); secret != "" && ce != "" && !strings.EqualFold(ce, "identity") {
+	if ce := resp.Header.Get("Content-Encoding"); secret != "" && ce != "" && !strings.EqualFold(ce, "identity") &&
+		resp.ContentLength != 0 && resp.Request.Method != http.MethodHead {
 		return &unreadableBody{encoding: ce}
 	}
 	streamed := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")

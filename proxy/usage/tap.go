@@ -9,9 +9,10 @@ import (
 
 // Tap is an io.ReadCloser over an upstream response body that reads the provider's
 // usage out of the bytes as they pass. Unless DropUsageChunk was called, Read returns
-// exactly what the body's Read returned, after a parse that costs time linear in those bytes and never waits for
-// more, so each event reaches the client as soon as the upstream sent it. Result and
-// StreamError may be called from any goroutine, also while another one reads.
+// exactly what the body's Read returned, after a parse that costs time linear in
+// those bytes and never waits for more, so each event reaches the client as soon as
+// the upstream sent it. Result and StreamError may be called from any goroutine, also
+// while another one reads.
 type Tap struct {
 	body io.ReadCloser
 	kind Kind
