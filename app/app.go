@@ -127,7 +127,8 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		a.Close()
 		return nil, err
 	}
-	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: offIsNegative(cfg.UpstreamFirstByteTimeout)}), lim)
+	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: offIsNegative(cfg.UpstreamFirstByteTimeout),
+		MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes}), lim)
 	a.gateway = proxy.New(proxy.Options{
 		Snapshots:         snaps,
 		Getenv:            getenv,

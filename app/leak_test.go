@@ -14,9 +14,11 @@ import (
 )
 
 // TestSecretsNeverLeak drives successes, provider errors, a dead upstream, a
-// reflecting upstream, a cut stream and bad keys, then searches every response
-// (status line, headers, body) and every gateway log line for the planted
-// provider credentials and the member key's secret.
+// reflecting upstream, a hostile one (hostileUpstream: cookies, a huge header,
+// the credential echoed in every form), a cut stream and bad keys, then searches
+// every response (status line, headers, trailers, body) and every gateway log
+// line, in any case, for the planted provider credentials and the member key's
+// secret.
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -29,9 +31,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		io.WriteString(w, `{"ok":true}`)
 	}))
 	t.Cleanup(reflecting.Close)
+	hostile := hostileUpstream(t).URL
 	for _, spec := range []store.RouteSpec{
 		{Prefix: "/reflect", UpstreamURL: reflecting.URL, Dialect: "generic", CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"},
 		{Prefix: "/dead", UpstreamURL: "http://127.0.0.1:1", Dialect: "anthropic", CredentialHeader: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"},
+		{Prefix: "/hostile", UpstreamURL: hostile, Preset: "openai"},
+		{Prefix: "/hostile-generic", UpstreamURL: hostile, Dialect: "generic", CredentialHeader: "Authorization", CredentialEnv: "OPENAI_API_KEY", CredentialFormat: "Bearer {}"},
 	} {
 		spec.TeamID = f.team.ID
 		_, err := f.st.AddRoute(ctx, store.ActorCLI, spec)
@@ -40,7 +45,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// anthropicRequest appends /anthropic/v1/messages, which is just a path below these prefixes.
 	eventually(t, 10*time.Second, "new routes loaded", func() bool {
 		return do(t, anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody)).status == http.StatusOK &&
-			do(t, anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody)).status == http.StatusBadGateway
+			do(t, anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody)).status == http.StatusBadGateway &&
+			do(t, hostileRequest(t, f, "/hostile", "", chatBody)).status == http.StatusOK &&
+			do(t, hostileRequest(t, f, "/hostile-generic", "", chatBody)).status == http.StatusOK
 	})
 
 	var captured strings.Builder
@@ -54,6 +61,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body) // a cut stream ends in an error; what arrived still counts
 		captured.WriteString(resp.Status + "\n")
 		resp.Header.Write(&captured)
+		resp.Trailer.Write(&captured)
 		captured.Write(body)
 	}
 	streamBody := `{"model":"claude-sonnet-4-5","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
@@ -73,6 +81,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	send(req)
 	send(anthropicRequest(t, f.gw.URL+"/dead", f.key, messagesBody))
 	send(anthropicRequest(t, f.gw.URL+"/reflect", f.key, messagesBody))
+	for _, behaviour := range []string{"cookies", "big-header", "echo", "echo-gzip", "echo-br", "echo-stream", ""} {
+		for _, prefix := range []string{"/hostile", "/hostile-generic"} {
+			send(hostileRequest(t, f, prefix, behaviour, strings.Replace(chatBody, `"max_tokens":16`, `"max_tokens":16,"stream":true`, 1)))
+		}
+	}
 	send(anthropicRequest(t, f.gw.URL, f.key+"x", messagesBody))
 	send(anthropicRequest(t, f.gw.URL, strings.Replace(f.key, "tg_", "tg_x", 1), messagesBody))
 	// The key in the query beside a valid header key, encoded paths, and
@@ -104,7 +117,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for _, rec := range f.mock.Records() {
 		upstream.WriteString(rec.Path + " " + rec.RawPath + "?" + rec.RawQuery + "\n")
 	}
-	if !strings.Contains(out, "tok tok") || !strings.Contains(out, "could not be reached") {
+	if !strings.Contains(out, "tok tok") || !strings.Contains(out, "could not be reached") ||
+		!strings.Contains(out, "Incorrect API key provided") || !strings.Contains(out, "your key is") {
 		t.Fatalf("the scripted run did not exercise success and failure paths:\n%s", out)
 	}
 	if !strings.Contains(logs, "request refused") || !strings.Contains(logs, "upstream request failed") {
@@ -116,10 +130,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		"openai credential":    openaiSecret,
 		"member key secret":    memberSecret,
 	} {
-		if strings.Contains(out, secret) {
+		if containsFold(out, secret) {
 			t.Errorf("%s appears in a response", name)
 		}
-		if strings.Contains(logs, secret) {
+		if containsFold(logs, secret) {
 			t.Errorf("%s appears in the gateway log", name)
 		}
 		if name == "member key secret" && strings.Contains(strings.ToLower(upstream.String()), secret) {
@@ -129,4 +143,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if strings.Contains(out, "X-Seen-Credential") {
 		t.Errorf("a response header carrying the credential was passed through")
 	}
+	if strings.Contains(out, "Set-Cookie") {
+		t.Errorf("an upstream cookie was passed through")
+	}
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }

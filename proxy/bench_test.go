@@ -26,16 +26,22 @@ func BenchmarkGatewayHappyPath(b *testing.B) {
 	defer upstream.Close()
 	u, _ := url.Parse(upstream.URL)
 	k := apikey.Generate()
+	credentialed := benchRoute(u)
+	credentialed.ID, credentialed.Prefix = 2, "/c"
+	credentialed.CredentialHeader, credentialed.CredentialFormat = "x-api-key", "{}"
 	snap := NewSnapshot([]Team{{ID: 1}}, []Key{{ID: k.ID, TeamID: 1, MemberID: 1, SecretHash: k.SecretHash}},
-		[]Member{{ID: 1, TeamID: 1}}, []Route{benchRoute(u)}, nil, time.Now())
-	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "secret" }}))
+		[]Member{{ID: 1, TeamID: 1}}, []Route{benchRoute(u), credentialed}, nil, time.Now())
+	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "sk-bench-provider-credential" }}))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	for _, method := range []string{http.MethodGet, http.MethodPost} {
-		b.Run(method, func(b *testing.B) {
+	// The credentialed route also scrubs the answer for the injected key.
+	for _, c := range []struct{ name, method, prefix string }{
+		{"GET", http.MethodGet, "/p"}, {"POST", http.MethodPost, "/p"}, {"POST-credentialed", http.MethodPost, "/c"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				req, _ := http.NewRequest(method, srv.URL+"/p/v1/messages", strings.NewReader(`{"input":"hello"}`))
+				req, _ := http.NewRequest(c.method, srv.URL+c.prefix+"/v1/messages", strings.NewReader(`{"input":"hello"}`))
 				req.Header.Set("x-api-key", k.Plaintext)
 				resp, err := client.Do(req)
 				if err != nil {

@@ -417,6 +417,11 @@ func rewrite(pr *httputil.ProxyRequest) {
 	}
 	// The upstream's own log can then be reconciled with the ledger row by row.
 	out.Header.Set(RequestIDHeader, t.requestID)
+	if t.route.CredentialHeader != "" && out.Header.Get("Accept-Encoding") != "identity" {
+		// The body is searched for the credential (redactingBody), so it must
+		// arrive readable: Go's transport then asks for gzip and inflates it.
+		out.Header.Del("Accept-Encoding")
+	}
 }
 
 // missingCredential names the credential variable the route needs and lacks:
@@ -436,15 +441,14 @@ func (g *Gateway) missingCredential(route Route) string {
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	t := resp.Request.Context().Value(targetKey{}).(*target)
 	t.status, t.ttfb = resp.StatusCode, time.Since(t.start)
-	// An upstream that reflects request headers must not hand the credential back.
-	if t.credential != "" {
-		for name, values := range resp.Header {
-			for _, v := range values {
-				if strings.Contains(v, t.credential) {
-					resp.Header.Del(name)
-				}
-			}
-		}
+	// An upstream that reflects request headers must not hand the credential
+	// back, nor may any upstream set cookies on the gateway's origin.
+	secret := injectedSecret(&t.route, t.credential)
+	scrubHeader(resp.Header, secret)
+	scrubHeader(resp.Trailer, secret) // the names announced; the values at Close
+	if ce := resp.Header.Get("Content-Encoding"); secret != "" && ce != "" && !strings.EqualFold(ce, "identity") &&
+		resp.ContentLength != 0 && resp.Request.Method != http.MethodHead {
+		return &unreadableBody{encoding: ce}
 	}
 	streamed := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	limit := g.opts.MaxResponseBytes
@@ -456,9 +460,17 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 	}
 	if t.meter.priced {
 		t.tap = usage.NewTap(t.meter.kind, resp.Header.Get("Content-Type"), resp.Body)
+		if t.meter.addedUsage && t.tap.DropUsageChunk() {
+			// The caller sees the stream it asked for, so it is shorter than sent.
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
 		resp.Body = t.tap
 	}
-	resp.Body = newWatchedBody(resp.Body, g.opts.StreamIdleTimeout, limit, streamed, t.cancel)
+	if secret != "" {
+		resp.Body = newRedactingBody(resp.Body, secret)
+	}
+	resp.Body = newWatchedBody(resp.Body, g.opts.StreamIdleTimeout, limit, streamed, t.cancel, resp, secret)
 	return nil
 }
 
@@ -474,6 +486,14 @@ func cutReason(cause error) string {
 		return "response_too_large"
 	}
 	return ""
+}
+
+// unreadableBody refuses a body compressed in a way the gateway did not ask
+// for: it could not be searched for the credential.
+type unreadableBody struct{ encoding string }
+
+func (e *unreadableBody) Error() string {
+	return "the upstream sent a body in an encoding the gateway did not ask for (" + e.encoding + ")"
 }
 
 // responseTooLarge ends a response past MaxResponseBytes or MaxStreamBytes.
@@ -517,6 +537,12 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	case errors.Is(err, ErrForbiddenAddress):
 		t.failed = "forbidden_address"
 		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}
+	case errors.As(err, new(*unreadableBody)):
+		t.failed = "unreadable_body"
+		e = &Error{Kind: KindUpstream, Message: err.Error()}
+	case responseHeaderTooLarge(err):
+		t.failed = "response_headers_too_large"
+		e = &Error{Kind: KindUpstream, Message: "the upstream's response headers exceed the gateway's bound (MAX_RESPONSE_HEADER_BYTES)"}
 	case errors.Is(err, errStreamIdle), errors.As(err, &netErr) && netErr.Timeout():
 		t.failed = "timeout"
 		e = &Error{Kind: KindTimeout, Message: "the upstream did not answer in time"}

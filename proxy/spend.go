@@ -24,6 +24,9 @@ type meter struct {
 	model  string
 	hold   int64 // micro-dollars reserved against the budgets
 	tokens int64 // tokens reserved against the TPM limits
+	// addedUsage: the gateway asked for the stream's usage chunk, not the
+	// caller, so the caller must not see it (usage.Tap.DropUsageChunk).
+	addedUsage bool
 }
 
 // unmeteredHold is reserved for a write to a paid route whose endpoint has no
@@ -80,6 +83,7 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 			// bodies this size, and the provider accepts either.
 			setBody(r, injected)
 			r.Header.Del("Content-Encoding")
+			m.addedUsage = true
 		}
 	}
 	// The usage is read from the response as it passes: it must not arrive compressed.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,6 +18,10 @@ type TransportOptions struct {
 	FirstByteTimeout time.Duration
 	// MaxIdleConnsPerHost keeps warm connections to each upstream (default 256).
 	MaxIdleConnsPerHost int
+	// MaxResponseHeaderBytes bounds an upstream's response headers (default
+	// 64 KiB, where Go's is 10 MiB): past it the attempt fails and the caller
+	// gets 502 (responseHeaderTooLarge).
+	MaxResponseHeaderBytes int64
 }
 
 // NewTransport returns the upstream transport: pooled keep-alive connections, no
@@ -30,23 +35,38 @@ func NewTransport(o TransportOptions) *http.Transport {
 	if o.MaxIdleConnsPerHost == 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
+	if o.MaxResponseHeaderBytes <= 0 {
+		o.MaxResponseHeaderBytes = 64 << 10
+	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl}
 	return &http.Transport{
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
-		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: o.FirstByteTimeout,
-		ExpectContinueTimeout: time.Second,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           4 * o.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  o.FirstByteTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: o.MaxResponseHeaderBytes,
 	}
+}
+
+// responseHeaderTooLarge reports whether err is net/http's refusal of response
+// headers past MaxResponseHeaderBytes (HTTP/1) or past the header list size it
+// advertised (HTTP/2). Neither is a typed error, so their texts are matched;
+// a test over loopback keeps the HTTP/1 one honest.
+func responseHeaderTooLarge(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "server response headers exceeded") ||
+		strings.Contains(s, "response header list larger than advertised limit")
 }
 
 // watchedBody cancels the upstream request when no bytes arrive for the idle
 // timeout, so a stalled stream ends instead of holding resources forever while
-// a stream that keeps sending may last as long as it likes; and it ends a
-// response that grows past its size limit.
+// a stream that keeps sending may last as long as it likes; it ends a
+// response that grows past its size limit; and at Close, before ReverseProxy
+// copies them, it scrubs the trailers the upstream sent (scrubHeader).
 type watchedBody struct {
 	io.ReadCloser
 	timeout  time.Duration
@@ -56,10 +76,13 @@ type watchedBody struct {
 	read     int64
 	streamed bool
 	cancel   context.CancelCauseFunc
+	resp     *http.Response // whose Trailer is filled in at the body's end
+	secret   string
 }
 
-func newWatchedBody(body io.ReadCloser, idle time.Duration, limit int64, streamed bool, cancel context.CancelCauseFunc) io.ReadCloser {
-	b := &watchedBody{ReadCloser: body, timeout: idle, limit: limit, streamed: streamed, cancel: cancel}
+func newWatchedBody(body io.ReadCloser, idle time.Duration, limit int64, streamed bool, cancel context.CancelCauseFunc,
+	resp *http.Response, secret string) io.ReadCloser {
+	b := &watchedBody{ReadCloser: body, timeout: idle, limit: limit, streamed: streamed, cancel: cancel, resp: resp, secret: secret}
 	if idle > 0 {
 		b.timer = time.AfterFunc(idle, func() { cancel(errStreamIdle) })
 	}
@@ -91,7 +114,9 @@ func (b *watchedBody) Close() error {
 			b.timer.Stop()
 		}
 	})
-	return b.ReadCloser.Close()
+	err := b.ReadCloser.Close()
+	scrubHeader(b.resp.Trailer, b.secret)
+	return err
 }
 
 // copyBuffers hands ReverseProxy 8 KiB copy buffers instead of a fresh 32 KiB one

@@ -69,6 +69,9 @@ type Config struct {
 	MemberQueueWait   time.Duration
 	// MaxRequestHeaderBytes bounds a request's headers. MAX_REQUEST_HEADER_BYTES, default 65536.
 	MaxRequestHeaderBytes int
+	// MaxResponseHeaderBytes bounds an upstream's response headers; past it the
+	// caller gets 502. MAX_RESPONSE_HEADER_BYTES, default 65536.
+	MaxResponseHeaderBytes int64
 	// UpstreamFirstByteTimeout bounds the wait for an upstream's response headers.
 	// UPSTREAM_FIRST_BYTE_TIMEOUT, default 10m.
 	UpstreamFirstByteTimeout time.Duration
@@ -157,6 +160,7 @@ func Load(getenv func(string) string) (Config, error) {
 		MemberQueueDepth:         int(p.int64("MEMBER_QUEUE_DEPTH", 64, 0)),
 		MemberQueueWait:          p.duration("MEMBER_QUEUE_WAIT", 2*time.Second, 0),
 		MaxRequestHeaderBytes:    int(p.int64("MAX_REQUEST_HEADER_BYTES", 64<<10, 4096)),
+		MaxResponseHeaderBytes:   p.int64("MAX_RESPONSE_HEADER_BYTES", 64<<10, 4096),
 		UpstreamFirstByteTimeout: p.boundDuration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
 		StreamIdleTimeout:        p.boundDuration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
 		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),

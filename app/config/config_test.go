@@ -66,6 +66,7 @@ func TestLoadDefaults(t *testing.T) {
 		MemberQueueDepth:         64,
 		MemberQueueWait:          2 * time.Second,
 		MaxRequestHeaderBytes:    64 << 10,
+		MaxResponseHeaderBytes:   64 << 10,
 		UpstreamFirstByteTimeout: 10 * time.Minute,
 		StreamIdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:          30 * time.Second,

@@ -34,6 +34,12 @@ type sseParser struct {
 	data      bounded
 	hasData   bool // a data field was seen, even an empty one
 	skipped   bool // data was left out because the event was not one to keep
+
+	// onBoundary, when set, learns of each blank line, where an event (or a run
+	// of comments) ends, and where in the chunk being fed its line ending ends.
+	onBoundary func(end int)
+	skip       int // bytes of the chunk being fed taken as the BOM
+	lineEnd    int // in the chunk being fed, just past the line ending being handled
 }
 
 type lineState int
@@ -59,6 +65,7 @@ func newSSEParser(keep func(name []byte) bool, onEvent func(name, data []byte, t
 }
 
 func (p *sseParser) feed(s []byte) {
+	whole := len(s)
 	for p.bom < len(utf8BOM) && len(s) > 0 {
 		if s[0] != utf8BOM[p.bom] {
 			matched := p.bom
@@ -69,6 +76,7 @@ func (p *sseParser) feed(s []byte) {
 		p.bom++
 		s = s[1:]
 	}
+	p.skip = whole - len(s)
 	p.lines(s)
 }
 
@@ -106,17 +114,17 @@ func (p *sseParser) lines(s []byte) {
 		if end == len(s) {
 			return
 		}
-		p.endLine()
-		if s[end] == '\r' {
-			if end+1 == len(s) {
-				p.afterCR = true
-				return
-			}
-			if s[end+1] == '\n' {
-				end++
-			}
+		stop := end + 1
+		if s[end] == '\r' && stop < len(s) && s[stop] == '\n' {
+			stop++
 		}
-		start = end + 1
+		p.lineEnd = p.skip + stop
+		p.endLine()
+		if s[end] == '\r' && end+1 == len(s) {
+			p.afterCR = true
+			return
+		}
+		start = stop
 	}
 }
 
@@ -196,6 +204,9 @@ var lineFeed = []byte{'\n'}
 func (p *sseParser) endLine() {
 	if !p.inLine {
 		p.dispatch()
+		if p.onBoundary != nil {
+			p.onBoundary(p.lineEnd)
+		}
 		return
 	}
 	if p.state == inName {

@@ -8,12 +8,14 @@ import (
 )
 
 // Tap is an io.ReadCloser over an upstream response body that reads the provider's
-// usage out of the bytes as they pass. Read returns exactly what the body's Read
-// returned, after a parse that costs time linear in those bytes and never waits for
-// more, so each event reaches the client as soon as the upstream sent it. Result and
-// StreamError may be called from any goroutine, also while another one reads.
+// usage out of the bytes as they pass. Unless DropUsageChunk was called, Read returns
+// exactly what the body's Read returned, after a parse that costs time linear in
+// those bytes and never waits for more, so each event reaches the client as soon as
+// the upstream sent it. Result and StreamError may be called from any goroutine, also
+// while another one reads.
 type Tap struct {
 	body io.ReadCloser
+	kind Kind
 
 	// mu guards what follows. It is never held across the body's Read, so a Close from
 	// another goroutine is not stuck behind a stalled upstream.
@@ -25,6 +27,7 @@ type Tap struct {
 	decode     func(json.RawMessage) (Usage, bool) // a usage object (found in the tail of a long body)
 	decodeBody func([]byte) (Usage, bool)          // a whole JSON body's usage, in one decode
 	res        result
+	relay      relay // when on, what Read returns is the stream less one event
 }
 
 type mode int
@@ -40,12 +43,13 @@ const (
 // reads the bytes as sent: a compressed body (Content-Encoding) shows no usage, so a
 // metered request should ask its upstream for the identity encoding.
 func NewTap(kind Kind, contentType string, body io.ReadCloser) *Tap {
-	t := &Tap{body: body}
+	t := &Tap{body: body, kind: kind}
 	if media, _, _ := mime.ParseMediaType(contentType); media == "text/event-stream" {
 		if keep, onEvent := eventFuncFor(kind); onEvent != nil {
 			t.mode = modeSSE
 			t.sse = newSSEParser(keep, func(name, data []byte, truncated bool) {
 				onEvent(&t.res, name, data, truncated)
+				t.relay.drop = t.relay.on && !truncated && addedUsageChunk(data)
 			})
 		}
 	} else if kind != Unknown {
@@ -76,6 +80,9 @@ func eventFuncFor(kind Kind) (keep func(name []byte) bool, onEvent eventFunc) {
 // Read reads from the upstream body and notes what passed. An error from the body,
 // io.EOF included, ends the parse.
 func (t *Tap) Read(p []byte) (int, error) {
+	if t.relay.on {
+		return t.relayRead(p)
+	}
 	n, err := t.body.Read(p)
 	if t.mode == modeOff {
 		return n, err

@@ -1,7 +1,9 @@
 // Package usage reads the token usage a provider reports out of an upstream response
 // while it streams to the client, so the gateway can settle every request from the
 // provider's own count. A Tap never buffers, delays or alters the stream: the bytes the
-// client reads are the upstream's bytes, and only a bounded part of each event is kept.
+// client reads are the upstream's bytes, and only a bounded part of each event is kept;
+// the one exception is a stream told to drop the usage chunk the gateway asked for
+// (Tap.DropUsageChunk), which passes on whole events less that one.
 package usage
 
 import (
