@@ -113,7 +113,12 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lw := ledger.New(st, ledger.Options{Logger: log})
+	lw, err := ledger.New(st, ledger.Options{Logger: log, SpoolDir: cfg.LedgerSpoolDir, MaxRows: cfg.LedgerSpoolMaxRows})
+	if err != nil {
+		closeLimiter()
+		pool.Close()
+		return nil, err
+	}
 	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, closeLimiter: closeLimiter,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
@@ -167,6 +172,7 @@ func (a *App) Close() {
 		a.log.Warn("spans not exported at shutdown", "err", err)
 	}
 	a.closeLimiter()
+	a.ledger.Close()
 	a.pool.Close()
 }
 
@@ -200,7 +206,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
 	ledgerDone := make(chan struct{})
 	go func() { a.ledger.Run(ledgerCtx, max(a.cfg.ShutdownTimeout, 5*time.Second)); close(ledgerDone) }()
-	defer func() { stopLedger(); <-ledgerDone }()
+	defer func() { stopLedger(); <-ledgerDone; a.ledger.Close() }()
 	// So do the security-event summaries: drained requests may still refuse.
 	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
 	eventsDone := make(chan struct{})
