@@ -53,6 +53,7 @@ type App struct {
 	tracer        *tracing.Tracer // nil when tracing is off
 	closeTracing  func(context.Context) error
 	redis         redis.UniversalClient // nil without REDIS_URL; readiness pings it
+	clock         periodClock           // the limiter's, which budget periods are read on
 	draining      atomic.Bool
 	lastReadiness atomic.Value // string: the checks that failed at the last /readyz
 }
@@ -63,6 +64,13 @@ type Option func(*options)
 type options struct {
 	tracerProvider trace.TracerProvider
 	resilience     proxy.ResilienceOptions
+	limiterNow     func() time.Time
+}
+
+// WithLimiterClock replaces the limiter's clock (Redis TIME): tests set it
+// apart from this process's clock, as a skewed replica would have it.
+func WithLimiterClock(now func() time.Time) Option {
+	return func(o *options) { o.limiterNow = now }
 }
 
 // WithResilience tunes breakers, ejection, retries and probes (tests shorten them).
@@ -99,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lim, redisClient, closeLimiter, err := newLimiter(ctx, cfg, log)
+	lim, redisClient, closeLimiter, err := newLimiter(ctx, cfg, log, o.limiterNow)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -119,7 +127,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, closeLimiter: closeLimiter,
+	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, clock: lim.(periodClock), closeLimiter: closeLimiter,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
 	if r, ok := lim.(*limiter.Redis); ok {

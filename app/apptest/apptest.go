@@ -30,10 +30,10 @@ type Replica struct {
 
 // Start runs a replica against databaseURL until the test ends. env overrides
 // configuration variables and supplies provider credentials; nothing is read
-// from the process environment.
-func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
+// from the process environment. opts go to app.New.
+func Start(t testing.TB, databaseURL string, env map[string]string, opts ...app.Option) *Replica {
 	t.Helper()
-	a, logs, ctx, cancel := boot(t, databaseURL, env)
+	a, logs, ctx, cancel := boot(t, databaseURL, env, opts...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()

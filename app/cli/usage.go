@@ -170,7 +170,11 @@ type redisUnread struct{ err error }
 func (e redisUnread) Error() string { return e.err.Error() }
 
 func compareCounters(ctx context.Context, c *adminCmd, r *limiter.Redis, t store.Team) ([]string, error) {
-	now := time.Now()
+	// The period Redis counts is the one on its clock, not this machine's.
+	now, err := r.Now(ctx)
+	if err != nil {
+		return nil, redisUnread{err}
+	}
 	type side struct {
 		redis  map[string]int64
 		team   int64
