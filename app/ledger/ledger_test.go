@@ -264,3 +264,37 @@ func TestSpoolBound(t *testing.T) {
 		t.Fatal("a spool that cannot be created was accepted")
 	}
 }
+
+// TestSpoolClearedOnRecovery: once Postgres answers again the same writer
+// writes what it spooled and empties its spool file.
+func TestSpoolClearedOnRecovery(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dir := t.TempDir()
+	sink := &flaky{sink: f.st}
+	sink.fails.Store(2)
+	w := newWriter(t, sink, ledger.Options{SpoolDir: dir})
+	w.Record(f.entry("a", proxy.LedgerSettled, 5))
+	spooled := func() (size int64) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		must(t, err)
+		for _, name := range files {
+			st, err := os.Stat(name)
+			must(t, err)
+			size += st.Size()
+		}
+		return size
+	}
+	for range 2 {
+		if w.Flush(context.Background()) == nil {
+			t.Fatal("flush during the outage reported success")
+		}
+	}
+	if spooled() == 0 {
+		t.Fatal("nothing spooled during the outage")
+	}
+	must(t, w.Flush(context.Background()))
+	if n := spooled(); n != 0 || len(f.rows(t)) != 1 {
+		t.Fatalf("after recovery: %d bytes still spooled, %d rows; want 0 and 1", n, len(f.rows(t)))
+	}
+}
