@@ -51,6 +51,9 @@ type check struct {
 // ledger keeping up. Each failing one says why, without connection strings.
 func (a *App) readiness(ctx context.Context) []check {
 	checks := []check{{name: "draining"}, {name: "snapshot"}, {name: "postgres"}, {name: "ledger"}}
+	if a.redis != nil {
+		checks = append(checks, check{name: "redis"})
+	}
 	if a.draining.Load() {
 		checks[0].problem = "shutting down"
 	}
@@ -60,6 +63,8 @@ func (a *App) readiness(ctx context.Context) []check {
 	if !a.ledger.Healthy() {
 		checks[3].problem = "ledger rows are not reaching Postgres in time"
 	}
+	// The pings write through pointers into checks, so the slice is complete
+	// before any of them starts: a later append would copy it away from them.
 	var wg sync.WaitGroup
 	ping := func(c *check, f func(context.Context) error) {
 		wg.Go(func() {
@@ -72,7 +77,6 @@ func (a *App) readiness(ctx context.Context) []check {
 	}
 	ping(&checks[2], a.pool.Ping)
 	if a.redis != nil {
-		checks = append(checks, check{name: "redis"})
 		ping(&checks[4], func(ctx context.Context) error { return a.redis.Ping(ctx).Err() })
 	}
 	wg.Wait()

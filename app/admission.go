@@ -24,17 +24,17 @@ import (
 // (a Cluster node without REDIS_CLUSTER, or the reverse) is an error, because
 // every admission would fail with MOVED or CLUSTERDOWN.
 func NewLimiter(ctx context.Context, cfg config.Config, log *slog.Logger) (lim limiter.Limiter, close func(), err error) {
-	lim, _, close, err = newLimiter(ctx, cfg, log)
+	lim, _, close, err = newLimiter(ctx, cfg, log, nil)
 	return lim, close, err
 }
 
 // newLimiter is NewLimiter that also returns the Redis client (nil without
-// REDIS_URL), which readiness pings.
-func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger) (lim limiter.Limiter, client redis.UniversalClient, close func(), err error) {
+// REDIS_URL), which readiness pings. now replaces the limiter's clock (tests).
+func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger, now func() time.Time) (lim limiter.Limiter, client redis.UniversalClient, close func(), err error) {
 	if cfg.RedisURL == "" {
 		log.Warn("REDIS_URL is not set: rate limits and concurrency caps are kept in this process only. " +
 			"That is exact for a single replica; with several replicas each enforces its own copy. Set REDIS_URL before scaling out.")
-		return limiter.NewLocal(nil), nil, func() {}, nil
+		return limiter.NewLocal(now), nil, func() {}, nil
 	}
 	client, err = NewRedisClient(cfg)
 	if err != nil {
@@ -50,7 +50,7 @@ func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger) (lim l
 		log.Error("Redis is not reachable at start; fail-closed routes answer 503 until it is", "err", err)
 	}
 	lim = limiter.NewRedis(client, limiter.RedisOptions{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout, Wait: cfg.RedisWait,
-		Replicas: cfg.Replicas})
+		Replicas: cfg.Replicas, Now: now})
 	return lim, client, func() { client.Close() }, nil
 }
 

@@ -53,6 +53,7 @@ type App struct {
 	tracer        *tracing.Tracer // nil when tracing is off
 	closeTracing  func(context.Context) error
 	redis         redis.UniversalClient // nil without REDIS_URL; readiness pings it
+	clock         periodClock           // the limiter's, which budget periods are read on
 	draining      atomic.Bool
 	lastReadiness atomic.Value // string: the checks that failed at the last /readyz
 }
@@ -63,6 +64,13 @@ type Option func(*options)
 type options struct {
 	tracerProvider trace.TracerProvider
 	resilience     proxy.ResilienceOptions
+	limiterNow     func() time.Time
+}
+
+// WithLimiterClock replaces the limiter's clock (Redis TIME): tests set it
+// apart from this process's clock, as a skewed replica would have it.
+func WithLimiterClock(now func() time.Time) Option {
+	return func(o *options) { o.limiterNow = now }
 }
 
 // WithResilience tunes breakers, ejection, retries and probes (tests shorten them).
@@ -99,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lim, redisClient, closeLimiter, err := newLimiter(ctx, cfg, log)
+	lim, redisClient, closeLimiter, err := newLimiter(ctx, cfg, log, o.limiterNow)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -113,8 +121,13 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lw := ledger.New(st, ledger.Options{Logger: log})
-	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, closeLimiter: closeLimiter,
+	lw, err := ledger.New(st, ledger.Options{Logger: log, SpoolDir: cfg.LedgerSpoolDir, MaxRows: cfg.LedgerSpoolMaxRows})
+	if err != nil {
+		closeLimiter()
+		pool.Close()
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, clock: lim.(periodClock), closeLimiter: closeLimiter,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
 	if r, ok := lim.(*limiter.Redis); ok {
@@ -169,6 +182,7 @@ func (a *App) Close() {
 		a.log.Warn("spans not exported at shutdown", "err", err)
 	}
 	a.closeLimiter()
+	a.ledger.Close()
 	a.pool.Close()
 }
 
@@ -202,7 +216,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))
 	ledgerDone := make(chan struct{})
 	go func() { a.ledger.Run(ledgerCtx, max(a.cfg.ShutdownTimeout, 5*time.Second)); close(ledgerDone) }()
-	defer func() { stopLedger(); <-ledgerDone }()
+	defer func() { stopLedger(); <-ledgerDone; a.ledger.Close() }()
 	// So do the security-event summaries: drained requests may still refuse.
 	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
 	eventsDone := make(chan struct{})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
@@ -72,7 +73,7 @@ func (f *fixture) replica(t testing.TB) *apptest.Replica {
 }
 
 // replicaWith is replica with more configuration variables.
-func (f *fixture) replicaWith(t testing.TB, extra map[string]string) *apptest.Replica {
+func (f *fixture) replicaWith(t testing.TB, extra map[string]string, opts ...app.Option) *apptest.Replica {
 	env := map[string]string{
 		"ANTHROPIC_API_KEY":    anthropicSecret,
 		"OPENAI_API_KEY":       openaiSecret,
@@ -84,7 +85,7 @@ func (f *fixture) replicaWith(t testing.TB, extra map[string]string) *apptest.Re
 		"REDIS_TIMEOUT": "2s",
 	}
 	maps.Copy(env, extra)
-	return apptest.Start(t, f.dbURL, env)
+	return apptest.Start(t, f.dbURL, env, opts...)
 }
 
 // anthropicRequest builds a Messages call the way the Anthropic SDK sends it.

@@ -23,42 +23,70 @@ func readyz(t *testing.T, gw *apptest.Observed, want int, why string) string {
 	return body
 }
 
-// TestReadinessFollowsDependencies: /readyz turns 503 naming the dependency
-// when Postgres or Redis stops answering, while /healthz (alive) stays 200.
+// TestReadinessFollowsDependencies: with Redis configured or not, /readyz
+// names exactly the dependencies that stop answering (Postgres cut by a
+// forwarder, Redis killed, or both) and is ready again once they are back,
+// while /healthz (alive) stays 200. Under -race it also covers the concurrent
+// pings.
 func TestReadinessFollowsDependencies(t *testing.T) {
 	t.Parallel()
-	t.Run("Postgres", func(t *testing.T) {
-		t.Parallel()
-		pg := apptest.NewTCPProxy(t, "127.0.0.1:5432")
-		gw := apptest.StartObserved(t, pg.Via(dbtest.Schema(t)), nil)
-		body := readyz(t, gw, http.StatusOK, "ready")
-		for _, line := range []string{"ok   postgres", "ok   snapshot", "ok   ledger", "ok   draining"} {
-			if !strings.Contains(body, line) {
-				t.Errorf("/readyz = %q, want a line %q", body, line)
+	for _, tc := range []struct {
+		name             string
+		redis            bool
+		cutPG, killRedis bool
+	}{
+		{name: "without Redis, Postgres cut", cutPG: true},
+		{name: "with Redis, Postgres cut", redis: true, cutPG: true},
+		{name: "with Redis, Redis killed", redis: true, killRedis: true},
+		{name: "with Redis, both gone", redis: true, cutPG: true, killRedis: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pg := apptest.NewTCPProxy(t, "127.0.0.1:5432")
+			env := map[string]string{}
+			var redis *redistest.Server
+			if tc.redis {
+				redis = redistest.StartServer(t)
+				env["REDIS_URL"], env["REDIS_KEY_PREFIX"] = redis.URL(), redistest.Prefix(t)
 			}
-		}
-		pg.Stop()
-		if body := readyz(t, gw, http.StatusServiceUnavailable, "not ready without Postgres"); !strings.Contains(body, "fail postgres") {
-			t.Errorf("/readyz = %q, want it to name postgres", body)
-		}
-		if status, _ := gw.Admin(t, "/healthz"); status != http.StatusOK {
-			t.Errorf("admin /healthz = %d without Postgres, want 200: the process is alive", status)
-		}
-	})
-	t.Run("Redis", func(t *testing.T) {
-		t.Parallel()
-		redis := redistest.StartServer(t)
-		gw := apptest.StartObserved(t, dbtest.Schema(t), map[string]string{"REDIS_URL": redis.URL(), "REDIS_KEY_PREFIX": redistest.Prefix(t)})
-		if body := readyz(t, gw, http.StatusOK, "ready"); !strings.Contains(body, "ok   redis") {
-			t.Errorf("/readyz = %q, want a redis line", body)
-		}
-		redis.Kill()
-		if body := readyz(t, gw, http.StatusServiceUnavailable, "not ready without Redis"); !strings.Contains(body, "fail redis") {
-			t.Errorf("/readyz = %q, want it to name redis", body)
-		}
-		redis.Start()
-		readyz(t, gw, http.StatusOK, "ready again once Redis is back")
-	})
+			gw := apptest.StartObserved(t, pg.Via(dbtest.Schema(t)), env)
+			want := []string{"ok   postgres", "ok   snapshot", "ok   ledger", "ok   draining"}
+			if tc.redis {
+				want = append(want, "ok   redis")
+			}
+			body := readyz(t, gw, http.StatusOK, "ready")
+			for _, line := range want {
+				if !strings.Contains(body, line) {
+					t.Errorf("/readyz = %q, want a line %q", body, line)
+				}
+			}
+			if tc.cutPG {
+				pg.Stop()
+			}
+			if tc.killRedis {
+				redis.Kill()
+			}
+			body = readyz(t, gw, http.StatusServiceUnavailable, "not ready")
+			for dep, gone := range map[string]bool{"postgres": tc.cutPG, "redis": tc.killRedis} {
+				if gone && !strings.Contains(body, "fail "+dep+":") {
+					t.Errorf("/readyz = %q, want it to fail %s", body, dep)
+				}
+				if !gone && strings.Contains(body, "fail "+dep) {
+					t.Errorf("/readyz = %q, but %s is up", body, dep)
+				}
+			}
+			if tc.redis && !tc.killRedis && !strings.Contains(body, "ok   redis") {
+				t.Errorf("/readyz = %q, want ok redis", body)
+			}
+			if status, _ := gw.Admin(t, "/healthz"); status != http.StatusOK {
+				t.Errorf("admin /healthz = %d, want 200: the process is alive", status)
+			}
+			if tc.killRedis && !tc.cutPG {
+				redis.Start()
+				readyz(t, gw, http.StatusOK, "ready again once Redis is back")
+			}
+		})
+	}
 }
 
 // TestDrainTurnsReadinessFirst: the admin listener serves what the public one

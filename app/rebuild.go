@@ -10,12 +10,24 @@ import (
 	"github.com/tollgate/tollgate/proxy"
 )
 
+// periodClock is the limiter's clock (Redis TIME), which admission reads budget
+// periods on; both limiters have one.
+type periodClock interface {
+	Now(ctx context.Context) (time.Time, error)
+}
+
 // teamState is a team's spend in each budget period, from the ledger in Postgres
 // plus the rows this replica has not flushed yet, for rebuilding Redis's counters
 // after it lost them. Rows other replicas have not flushed are missing: at most
-// one ledger flush interval of their spend (200 ms by default).
+// one ledger flush interval of their spend (200 ms by default). The periods are
+// those of the limiter's clock, not this replica's: a replica whose clock is off
+// near midnight would otherwise sum the wrong day.
 func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, error) {
-	now := time.Now().UTC()
+	now, err := a.clock.Now(ctx)
+	if err != nil {
+		return limiter.TeamState{}, err
+	}
+	now = now.UTC()
 	snap := a.Snapshots.Current()
 	state := limiter.TeamState{At: now, Team: map[limiter.Period]int64{}, Members: map[string]map[limiter.Period]int64{}}
 	members := snap.TeamMembers(teamID)

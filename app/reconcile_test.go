@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -100,6 +101,54 @@ func TestLedgerReconcilesWithProvider(t *testing.T) {
 	t.Logf("reconciled %d ledger rows with the provider's log: 0 mismatches, 0 orphans", report.Checked)
 }
 
+// reconcileCLI runs the CLI on the fixture's database with redisURL ("" for
+// none) and returns what it printed.
+func reconcileCLI(f *fixture, redisURL string, args ...string) (string, error) {
+	var out strings.Builder
+	env := map[string]string{"DATABASE_URL": f.dbURL, "REDIS_URL": redisURL, "REDIS_KEY_PREFIX": f.redisPrefix}
+	err := cli.Run(context.Background(), args, cli.Env{Stdout: &out, Stderr: io.Discard,
+		Getenv: func(name string) string { return env[name] }})
+	return out.String(), err
+}
+
+// TestReconcileSaysWhenRedisWasNotChecked: `admin reconcile` without REDIS_URL,
+// or with a Redis that does not answer, says the counters were not checked
+// and exits non-zero instead of printing a clean result; --skip-redis makes
+// that a choice, reconciling with the provider's log alone.
+func TestReconcileSaysWhenRedisWasNotChecked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "monthly"})
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+	ledgerRow(t, f, do(t, anthropicRequest(t, f.gw.URL, f.key, messagesBody)).header.Get(proxy.RequestIDHeader))
+	records := f.mockURL + "/_mock/records"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	closed := "redis://" + ln.Addr().String() + "/0"
+	ln.Close()
+	for _, tc := range []struct{ name, redisURL, why string }{
+		{"without REDIS_URL", "", "REDIS_URL is not set"},
+		{"Redis unreachable", closed, "Redis did not answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, args := range [][]string{{"--provider-log", records}, nil} {
+				out, err := reconcileCLI(f, tc.redisURL, append([]string{"admin", "reconcile", "--team", "acme"}, args...)...)
+				if err == nil || !strings.Contains(err.Error(), "not fully reconciled") || !strings.Contains(out, "not checked: Redis spend counters: "+tc.why) {
+					t.Errorf("reconcile %v: %v\n%s\nwant a non-zero exit saying Redis was not checked (%s)", args, err, out, tc.why)
+				}
+			}
+			out, err := reconcileCLI(f, tc.redisURL, "admin", "reconcile", "--team", "acme", "--provider-log", records, "--skip-redis")
+			if err != nil || !strings.Contains(out, "1 rows checked, 0 mismatches, 0 orphans") || strings.Contains(out, "not checked") {
+				t.Errorf("reconcile --skip-redis: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
 func chatRequest(t *testing.T, gw, key, body string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, gw+"/openai/v1/chat/completions", strings.NewReader(body))
@@ -126,13 +175,7 @@ func TestReconcileCommand(t *testing.T) {
 		ids = append(ids, do(t, anthropicRequest(t, f.gw.URL, f.key, messagesBody)).header.Get(proxy.RequestIDHeader))
 	}
 	ledgerRow(t, f, ids[len(ids)-1])
-	run := func(args ...string) (string, error) {
-		var out strings.Builder
-		env := map[string]string{"DATABASE_URL": f.dbURL, "REDIS_URL": "redis://127.0.0.1:6379/0", "REDIS_KEY_PREFIX": f.redisPrefix}
-		err := cli.Run(context.Background(), args, cli.Env{Stdout: &out, Stderr: io.Discard,
-			Getenv: func(name string) string { return env[name] }})
-		return out.String(), err
-	}
+	run := func(args ...string) (string, error) { return reconcileCLI(f, "redis://127.0.0.1:6379/0", args...) }
 	out, err := run("admin", "usage", "--team", "acme")
 	if err != nil || !strings.Contains(out, ids[0]) || !strings.Contains(out, "5 requests") {
 		t.Fatalf("admin usage: %v\n%s", err, out)

@@ -456,6 +456,9 @@ func (l *Local) refund(key stateKey, rate, diff, now int64) {
 // Rebuild restores the team's spend from state if the team has lost it (only ever
 // after the tests' forget: Local never loses state on its own); otherwise it does
 // nothing.
+// Now is the clock Admit reads budget periods on.
+func (l *Local) Now(context.Context) (time.Time, error) { return l.now(), nil }
+
 func (l *Local) Rebuild(_ context.Context, team string, state TeamState) error {
 	if err := state.validate(); err != nil {
 		return fmt.Errorf("limiter: rebuild %s: %w", team, err)

@@ -188,6 +188,18 @@ func (r *Redis) clock() time.Time {
 	return time.Now()
 }
 
+// Now is the clock the scripts read budget periods on: Redis TIME, or the
+// injected Now. A caller that computes a period itself (the sums of a rebuild)
+// reads it here, so it agrees with admission whatever its own clock says.
+func (r *Redis) Now(ctx context.Context) (time.Time, error) {
+	if r.now != nil {
+		return r.now(), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	return r.client.Time(ctx).Result()
+}
+
 // scriptNow is ARGV 1 of every script: the injected clock, or "" for Redis TIME.
 func (r *Redis) scriptNow() string {
 	if r.now == nil {

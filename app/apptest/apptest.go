@@ -30,10 +30,10 @@ type Replica struct {
 
 // Start runs a replica against databaseURL until the test ends. env overrides
 // configuration variables and supplies provider credentials; nothing is read
-// from the process environment.
-func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
+// from the process environment. opts go to app.New.
+func Start(t testing.TB, databaseURL string, env map[string]string, opts ...app.Option) *Replica {
 	t.Helper()
-	a, logs, ctx, cancel := boot(t, databaseURL, env)
+	a, logs, ctx, cancel := boot(t, databaseURL, env, opts...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
@@ -64,11 +64,12 @@ func Start(t testing.TB, databaseURL string, env map[string]string) *Replica {
 }
 
 // boot builds a replica's app the way every starter here does: configuration
-// from env only (DRAIN_DELAY 0s unless env sets it), logs captured in memory.
+// from env only (DRAIN_DELAY 0s and a ledger spool of its own unless env sets
+// them, so no replica replays another test's rows), logs captured in memory.
 // The context it returns ends the replica's Serve when cancelled.
 func boot(t testing.TB, databaseURL string, env map[string]string, opts ...app.Option) (*app.App, *SyncBuffer, context.Context, context.CancelFunc) {
 	t.Helper()
-	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s"}
+	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s", "LEDGER_SPOOL_DIR": t.TempDir()}
 	for k, v := range env {
 		vars[k] = v
 	}

@@ -51,7 +51,9 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
                  --input, --output and --max-output; --tier-threshold 0 removes the tier)
   list-prices    [--provider P] [--model PREFIX]
   usage          --team T [--member E] [--since 24h] [--limit 100]   (ledger: tokens by class, held and settled cost)
-  reconcile      --team T [--provider-log FILE|URL] [--since 24h]    (ledger vs Redis spend counters and the provider's usage log; exit 1 on any difference)`
+  reconcile      --team T [--provider-log FILE|URL] [--since 24h] [--skip-redis]
+                 (ledger vs Redis spend counters and the provider's usage log; exit 1 on any difference
+                 and when Redis could not be read, unless --skip-redis)`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,29 +68,34 @@ func usageReport(ctx context.Context, c *adminCmd, args []string) error {
 }
 
 // reconcile is `admin reconcile`: the ledger against the Redis spend counters
-// (when REDIS_URL is set) and against the mock provider's own usage log (with
-// --provider-log). Exits non-zero on any difference. Run it while the team is
-// idle: a request in flight is held, not yet spent, on both sides differently.
+// and against the mock provider's own usage log (with --provider-log). Exits
+// non-zero on any difference, and when the Redis counters could not be read
+// (REDIS_URL unset or Redis unreachable) unless --skip-redis says not to. Run it
+// while the team is idle: a request in flight is held, not yet spent, on both
+// sides differently.
 func reconcile(ctx context.Context, c *adminCmd, args []string) error {
 	teamRef := c.flags.String("team", "", "team name or id")
 	source := c.flags.String("provider-log", "", "the provider's usage log: a mockprovider -log JSONL file, or its http://.../_mock/records URL")
 	since := c.flags.Duration("since", 24*time.Hour, "how far back")
+	skipRedis := c.flags.Bool("skip-redis", false, "do not compare with the Redis spend counters")
 	if err := c.parse(args, "team"); err != nil {
 		return err
+	}
+	if *skipRedis && *source == "" {
+		return usagef("admin reconcile: nothing to compare with: --skip-redis needs --provider-log")
 	}
 	t, err := c.team(ctx, *teamRef)
 	if err != nil {
 		return err
 	}
-	counters, err := reconcileCounters(ctx, c, t)
-	if err != nil {
-		return err
+	var rep ledger.Report
+	if !*skipRedis {
+		if rep.Mismatches, rep.NotChecked, err = reconcileCounters(ctx, c, t); err != nil {
+			return err
+		}
 	}
 	if *source == "" {
-		if c.lim == nil {
-			return usagef("admin reconcile: nothing to compare with: set REDIS_URL, give --provider-log, or both")
-		}
-		return c.finish(ledger.Report{Mismatches: counters})
+		return c.finish(rep)
 	}
 	records, err := readProviderLog(ctx, *source)
 	if err != nil {
@@ -110,12 +116,14 @@ func reconcile(ctx context.Context, c *adminCmd, args []string) error {
 			inWindow = append(inWindow, r)
 		}
 	}
-	rep := ledger.ReconcileProvider(rows, inWindow, prices)
-	rep.Mismatches = append(rep.Mismatches, counters...)
-	return c.finish(rep)
+	provider := ledger.ReconcileProvider(rows, inWindow, prices)
+	provider.Mismatches = append(provider.Mismatches, rep.Mismatches...)
+	provider.NotChecked = rep.NotChecked
+	return c.finish(provider)
 }
 
-// finish prints a reconciliation and fails when it found anything.
+// finish prints a reconciliation and fails when it found anything or could
+// not compare a side.
 func (c *adminCmd) finish(rep ledger.Report) error {
 	if err := c.print(rep, func(w io.Writer) {
 		for _, m := range rep.Mismatches {
@@ -124,9 +132,15 @@ func (c *adminCmd) finish(rep ledger.Report) error {
 		for _, o := range rep.Orphans {
 			fmt.Fprintln(w, "orphan:", o)
 		}
+		for _, n := range rep.NotChecked {
+			fmt.Fprintln(w, "not checked:", n)
+		}
 		fmt.Fprintf(w, "%d rows checked, %d mismatches, %d orphans\n", rep.Checked, len(rep.Mismatches), len(rep.Orphans))
 	}); err != nil {
 		return err
+	}
+	if len(rep.NotChecked) > 0 {
+		return fmt.Errorf("the ledger was not fully reconciled: %s", strings.Join(rep.NotChecked, "; "))
 	}
 	if !rep.OK() {
 		return fmt.Errorf("the ledger does not reconcile: %d mismatches, %d orphans", len(rep.Mismatches), len(rep.Orphans))
@@ -135,13 +149,32 @@ func (c *adminCmd) finish(rep ledger.Report) error {
 }
 
 // reconcileCounters compares, for every budget of the team and its members, the
-// spend Redis counts in the current period with the ledger's.
-func reconcileCounters(ctx context.Context, c *adminCmd, t store.Team) ([]string, error) {
+// spend Redis counts in the current period with the ledger's. When it cannot
+// read Redis it says why in notChecked instead.
+func reconcileCounters(ctx context.Context, c *adminCmd, t store.Team) (problems, notChecked []string, err error) {
+	const skip = " (--skip-redis to reconcile without them)"
 	r, ok := c.lim.(*limiter.Redis)
 	if !ok {
-		return nil, nil
+		return nil, []string{"Redis spend counters: REDIS_URL is not set" + skip}, nil
 	}
-	now := time.Now()
+	problems, err = compareCounters(ctx, c, r, t)
+	if unread, ok := errors.AsType[redisUnread](err); ok {
+		return nil, []string{"Redis spend counters: Redis did not answer: " + unread.err.Error() + skip}, nil
+	}
+	return problems, nil, err
+}
+
+// redisUnread is compareCounters' failure to read Redis, as opposed to Postgres.
+type redisUnread struct{ err error }
+
+func (e redisUnread) Error() string { return e.err.Error() }
+
+func compareCounters(ctx context.Context, c *adminCmd, r *limiter.Redis, t store.Team) ([]string, error) {
+	// The period Redis counts is the one on its clock, not this machine's.
+	now, err := r.Now(ctx)
+	if err != nil {
+		return nil, redisUnread{err}
+	}
 	type side struct {
 		redis  map[string]int64
 		team   int64
@@ -155,7 +188,7 @@ func reconcileCounters(ctx context.Context, c *adminCmd, t store.Team) ([]string
 		s := &side{}
 		var err error
 		if s.redis, s.team, err = r.Spent(ctx, strconv.FormatInt(t.ID, 10), p); err != nil {
-			return nil, err
+			return nil, redisUnread{err}
 		}
 		if s.ledger, err = c.st.SpendSince(ctx, t.ID, store.PeriodStart(string(p), now)); err != nil {
 			return nil, err

@@ -81,6 +81,15 @@ type Config struct {
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
 	// SHUTDOWN_TIMEOUT, default 30s.
 	ShutdownTimeout time.Duration
+	// LedgerSpoolDir keeps the ledger rows Postgres has not taken yet, fsync'd,
+	// so a shutdown or crash during an outage loses none; the next start
+	// replays them. LEDGER_SPOOL_DIR, default /tmp/tollgate-ledger: it survives
+	// a restart of the process, not of a container; mount a volume to keep it.
+	LedgerSpoolDir string
+	// LedgerSpoolMaxRows is how many unwritten ledger rows a replica keeps
+	// before it refuses new paid requests (about 500 bytes each on disk).
+	// LEDGER_SPOOL_MAX_ROWS, default 100000.
+	LedgerSpoolMaxRows int
 	// LogLevel is debug, info, warn or error. LOG_LEVEL, default info.
 	LogLevel slog.Level
 	// RedisURL is the shared admission store: redis://[user:password@]host:port[/db],
@@ -164,6 +173,8 @@ func Load(getenv func(string) string) (Config, error) {
 		UpstreamFirstByteTimeout: p.boundDuration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
 		StreamIdleTimeout:        p.boundDuration("STREAM_IDLE_TIMEOUT", 2*time.Minute, time.Second),
 		ShutdownTimeout:          p.duration("SHUTDOWN_TIMEOUT", 30*time.Second, 0),
+		LedgerSpoolDir:           p.str("LEDGER_SPOOL_DIR", "/tmp/tollgate-ledger"),
+		LedgerSpoolMaxRows:       int(p.int64("LEDGER_SPOOL_MAX_ROWS", 100000, 1)),
 		RedisKeyPrefix:           p.str("REDIS_KEY_PREFIX", "tg:"),
 		RedisTimeout:             p.duration("REDIS_TIMEOUT", 150*time.Millisecond, time.Millisecond),
 		RedisWait:                p.duration("REDIS_WAIT", 5*time.Second, 0),

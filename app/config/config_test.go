@@ -70,6 +70,8 @@ func TestLoadDefaults(t *testing.T) {
 		UpstreamFirstByteTimeout: 10 * time.Minute,
 		StreamIdleTimeout:        2 * time.Minute,
 		ShutdownTimeout:          30 * time.Second,
+		LedgerSpoolDir:           "/tmp/tollgate-ledger",
+		LedgerSpoolMaxRows:       100000,
 		LogLevel:                 slog.LevelInfo,
 		RedisKeyPrefix:           "tg:",
 		RedisTimeout:             150 * time.Millisecond,

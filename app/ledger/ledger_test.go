@@ -3,6 +3,8 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,7 +71,7 @@ func (f fixture) rows(t *testing.T) map[string]proxy.LedgerEntry {
 func TestHeldThenSettled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	w := ledger.New(f.st, ledger.Options{})
+	w := newWriter(t, f.st, ledger.Options{})
 	ctx := context.Background()
 
 	w.Record(f.entry("a", proxy.LedgerHeld, 0))
@@ -122,7 +124,7 @@ func TestPostgresOutage(t *testing.T) {
 	sink.fails.Store(3)
 	now := time.Now()
 	clock := func() time.Time { return now }
-	w := ledger.New(sink, ledger.Options{MaxLag: 10 * time.Second, Now: clock, MaxBatch: 7})
+	w := newWriter(t, sink, ledger.Options{MaxLag: 10 * time.Second, Now: clock, MaxBatch: 7})
 	ctx := context.Background()
 	for i := range 50 {
 		w.Record(f.entry(string(rune('a'+i%26))+string(rune('a'+i/26)), proxy.LedgerSettled, int64(i)))
@@ -154,7 +156,7 @@ func TestPostgresOutage(t *testing.T) {
 func TestRunDrainsOnShutdown(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	w := ledger.New(f.st, ledger.Options{Interval: time.Hour})
+	w := newWriter(t, f.st, ledger.Options{Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx, 5*time.Second); close(done) }()
@@ -171,9 +173,128 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	}
 }
 
+func newWriter(t *testing.T, sink ledger.Sink, opts ledger.Options) *ledger.Writer {
+	t.Helper()
+	w, err := ledger.New(sink, opts)
+	must(t, err)
+	t.Cleanup(w.Close)
+	return w
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSpoolReplaysAfterRestart: rows Postgres did not take are in the spool
+// when the writer stops; the next writer on the directory writes them, and a
+// second replay of the same file (and its torn last line) changes nothing: a
+// held row never overwrites the settled one and nothing is counted twice.
+func TestSpoolReplaysAfterRestart(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dir := t.TempDir()
+	down := &flaky{sink: f.st}
+	down.fails.Store(1 << 30)
+	w1 := newWriter(t, down, ledger.Options{SpoolDir: dir})
+	w1.Record(f.entry("a", proxy.LedgerSettled, 111))
+	w1.Record(f.entry("c", proxy.LedgerHeld, 0))
+	if err := w1.Flush(context.Background()); err == nil {
+		t.Fatal("flush during the outage reported success")
+	}
+	w1.Close()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	must(t, err)
+	if len(files) != 1 {
+		t.Fatalf("spool files %v, want one", files)
+	}
+	saved, err := os.ReadFile(files[0])
+	must(t, err)
+	// c settled meanwhile (another replica's write, or an earlier replay).
+	must(t, f.st.WriteLedger(context.Background(), []proxy.LedgerEntry{f.entry("c", proxy.LedgerSettled, 333)}))
+
+	w2 := newWriter(t, f.st, ledger.Options{SpoolDir: dir})
+	if n := len(w2.Pending()); n != 2 {
+		t.Fatalf("%d entries replayed, want 2", n)
+	}
+	must(t, w2.Flush(context.Background()))
+	must(t, os.WriteFile(filepath.Join(dir, "ledger-copy.jsonl"), append(saved, `{"TeamID":`...), 0o600))
+	w3 := newWriter(t, f.st, ledger.Options{SpoolDir: dir})
+	must(t, w3.Flush(context.Background()))
+
+	rows := f.rows(t)
+	if len(rows) != 2 || rows["a"].Status != proxy.LedgerSettled || rows["a"].CostMicros != 111 ||
+		rows["c"].Status != proxy.LedgerSettled || rows["c"].CostMicros != 333 {
+		t.Fatalf("rows after two replays = %+v, want a settled at 111 and c settled at 333", rows)
+	}
+	w2.Close()
+	w3.Close()
+	left, err := filepath.Glob(filepath.Join(dir, "*"))
+	must(t, err)
+	if len(left) != 0 {
+		t.Errorf("spool files left after every row was written: %v", left)
+	}
+}
+
+// TestSpoolBound: past MaxRows unwritten entries the writer is unhealthy (paid
+// admissions fail closed) even before MaxLag; a spool directory that cannot
+// be made refuses to start.
+func TestSpoolBound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	down := &flaky{sink: f.st}
+	down.fails.Store(1 << 30)
+	w := newWriter(t, down, ledger.Options{SpoolDir: t.TempDir(), MaxRows: 5})
+	for i := range 4 {
+		w.Record(f.entry(string(rune('a'+i)), proxy.LedgerSettled, 1))
+	}
+	w.Flush(context.Background())
+	if !w.Healthy() {
+		t.Fatal("unhealthy below MaxRows")
+	}
+	w.Record(f.entry("e", proxy.LedgerSettled, 1))
+	if w.Healthy() {
+		t.Fatal("healthy with MaxRows entries unwritten")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	must(t, os.WriteFile(file, nil, 0o600))
+	if _, err := ledger.New(f.st, ledger.Options{SpoolDir: filepath.Join(file, "spool")}); err == nil {
+		t.Fatal("a spool that cannot be created was accepted")
+	}
+}
+
+// TestSpoolClearedOnRecovery: once Postgres answers again the same writer
+// writes what it spooled and empties its spool file.
+func TestSpoolClearedOnRecovery(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dir := t.TempDir()
+	sink := &flaky{sink: f.st}
+	sink.fails.Store(2)
+	w := newWriter(t, sink, ledger.Options{SpoolDir: dir})
+	w.Record(f.entry("a", proxy.LedgerSettled, 5))
+	spooled := func() (size int64) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		must(t, err)
+		for _, name := range files {
+			st, err := os.Stat(name)
+			must(t, err)
+			size += st.Size()
+		}
+		return size
+	}
+	for range 2 {
+		if w.Flush(context.Background()) == nil {
+			t.Fatal("flush during the outage reported success")
+		}
+	}
+	if spooled() == 0 {
+		t.Fatal("nothing spooled during the outage")
+	}
+	must(t, w.Flush(context.Background()))
+	if n := spooled(); n != 0 || len(f.rows(t)) != 1 {
+		t.Fatalf("after recovery: %d bytes still spooled, %d rows; want 0 and 1", n, len(f.rows(t)))
 	}
 }

@@ -15,10 +15,16 @@ type Report struct {
 	Checked    int      // ledger rows compared
 	Mismatches []string // a row whose tokens, cost or status disagree with the provider's record
 	Orphans    []string // a provider record with no ledger row, or a charged row the provider never saw
+	// NotChecked names each side that could not be compared and why (Redis
+	// unset or unreachable): silence about it would read as agreement.
+	NotChecked []string `json:",omitempty"`
 }
 
-// OK reports a clean reconciliation: nothing mismatched, nothing orphaned.
-func (r Report) OK() bool { return len(r.Mismatches) == 0 && len(r.Orphans) == 0 }
+// OK reports a clean reconciliation: every side compared, nothing mismatched,
+// nothing orphaned.
+func (r Report) OK() bool {
+	return len(r.Mismatches) == 0 && len(r.Orphans) == 0 && len(r.NotChecked) == 0
+}
 
 // ReconcileProvider compares ledger rows with the mock provider's own usage log,
 // joined by the request id the gateway forwards upstream. There is no tolerance:

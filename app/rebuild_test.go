@@ -1,0 +1,52 @@
+package app_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/app"
+	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/limiter/redistest"
+	"github.com/tollgate/tollgate/proxy"
+)
+
+// TestRebuildReadsPeriodsOnTheLimitersClock: Redis (its TIME) is 3 minutes into
+// the next UTC day while this replica's clock is still in the day before, when
+// the team's counters are rebuilt; the daily counter holds the spend of Redis's
+// day, the one admission charges, not the replica's.
+func TestRebuildReadsPeriodsOnTheLimitersClock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "daily"})
+	start := time.Now()
+	redisStart := start.UTC().Truncate(24 * time.Hour).Add(24*time.Hour + 3*time.Minute)
+	redisNow := func() time.Time { return redisStart.Add(time.Since(start)) }
+	// Spend recorded by replicas whose clocks agree with Redis: 100 µ$ the day
+	// before, 7 µ$ in Redis's current day.
+	var rows []proxy.LedgerEntry
+	for i, at := range map[int64]time.Time{100: redisStart.Add(-10 * time.Minute), 7: redisStart.Add(-time.Minute)} {
+		rows = append(rows, proxy.LedgerEntry{TeamID: f.team.ID, MemberID: f.member.ID, KeyID: f.keyID, Model: "claude-sonnet-4-5",
+			RequestID: "earlier-" + strconv.FormatInt(i, 10), Status: proxy.LedgerSettled, CostMicros: i, CreatedAt: at, SettledAt: at})
+	}
+	must(t, f.st.WriteLedger(context.Background(), rows))
+
+	gw := f.replicaWith(t, nil, app.WithLimiterClock(redisNow))
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+	r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
+	if r.status != 200 {
+		t.Fatalf("first request after the loss: %d %s", r.status, r.body)
+	}
+	cost := ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)).CostMicros
+	lim := limiter.NewRedis(redistest.Client(t), limiter.RedisOptions{Prefix: f.redisPrefix, Now: redisNow})
+	spent, _, err := lim.Spent(context.Background(), strconv.FormatInt(f.team.ID, 10), limiter.PeriodDaily)
+	must(t, err)
+	if got, want := spent[strconv.FormatInt(f.member.ID, 10)], 7+cost; got != want {
+		t.Fatalf("daily counter after the rebuild = %d µ$, want %d (7 µ$ of Redis's day plus this request's %d)", got, want, cost)
+	}
+}
