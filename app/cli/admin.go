@@ -381,9 +381,6 @@ func revokeKey(ctx context.Context, c *adminCmd, args []string) error {
 		return err
 	}
 	k, err := c.st.RevokeKey(ctx, store.ActorCLI, teamID, *keyID)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("key %s is already revoked", *keyID)
-	}
 	if err != nil {
 		return err
 	}

@@ -234,5 +234,8 @@ func describe(err error) string {
 	if v, ok := errors.AsType[*store.ValidationError](err); ok {
 		return v.Message
 	}
+	if s, ok := errors.AsType[*store.StateError](err); ok {
+		return s.Message
+	}
 	return err.Error()
 }
