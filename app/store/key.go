@@ -49,6 +49,9 @@ func keyFrom(k db.ApiKey) Key {
 
 // IssueKey creates a key for an active member.
 func (s *Store) IssueKey(ctx context.Context, actor Actor, teamID, memberID int64, name string) (IssuedKey, error) {
+	if err := checkText("name", "key name", name); err != nil {
+		return IssuedKey{}, err
+	}
 	if len(name) > 100 {
 		return IssuedKey{}, invalid("name", "key name must be at most 100 characters")
 	}
