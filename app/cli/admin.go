@@ -87,6 +87,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	env.Stdout, env.Stderr = terminalWriter{env.Stdout}, terminalWriter{env.Stderr}
 	cmd := &adminCmd{ctx: ctx, env: env, cfg: cfg, flags: newFlagSet("admin " + args[0])}
 	cmd.flags.BoolVar(&cmd.json, "json", false, "print JSON")
 	defer cmd.close()

@@ -222,7 +222,7 @@ func Main(ctx context.Context) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "tollgate:", describe(err))
+	fmt.Fprintln(os.Stderr, "tollgate:", terminalSafe(describe(err)))
 	if _, ok := errors.AsType[*UsageError](err); ok {
 		return 2
 	}
