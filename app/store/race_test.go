@@ -14,8 +14,21 @@ import (
 // racers is how many goroutines race for one change.
 const racers = 12
 
-// race runs do(i) for i in [0, racers) at once and returns their errors.
-func race(do func(i int) error) []error {
+// race runs do(i) for i in [0, racers) at once on f's store and returns their
+// errors. The pool's connections are opened first, so the calls overlap
+// instead of the first finishing while the others still dial.
+func (f *fixture) race(t *testing.T, do func(i int) error) []error {
+	t.Helper()
+	warm := f.races(func(int) error { _, err := f.st.Keys(t.Context(), f.team.ID); return err })
+	for _, err := range warm {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f.races(do)
+}
+
+func (f *fixture) races(do func(i int) error) []error {
 	errs := make([]error, racers)
 	var start, done sync.WaitGroup
 	start.Add(1)
@@ -63,7 +76,7 @@ func TestConcurrentRotateHasOneWinner(t *testing.T) {
 	f := setup(t)
 	old := must(f.st.IssueKey(t.Context(), actor, f.team.ID, f.member.ID, "laptop"))(t)
 	issued := make([]store.IssuedKey, racers)
-	errs := race(func(i int) (err error) {
+	errs := f.race(t, func(i int) (err error) {
 		issued[i], err = f.st.RotateKey(t.Context(), actor, f.team.ID, old.ID, time.Hour)
 		return err
 	})
@@ -82,7 +95,7 @@ func TestConcurrentRevokeHasOneWinner(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	k := must(f.st.IssueKey(t.Context(), actor, f.team.ID, f.member.ID, "laptop"))(t)
-	errs := race(func(int) error {
+	errs := f.race(t, func(int) error {
 		_, err := f.st.RevokeKey(t.Context(), actor, f.team.ID, k.ID)
 		return err
 	})
@@ -99,7 +112,7 @@ func TestConcurrentInvitesToOneMemberHaveOneWinner(t *testing.T) {
 		tokens[i], _ = must2(f.st.CreateInvite(t.Context(), actor, f.team.ID, f.member.Email, store.RoleMember))(t)
 	}
 	passwords := make([]string, racers)
-	errs := race(func(i int) error {
+	errs := f.race(t, func(i int) error {
 		passwords[i] = "password number " + strconv.Itoa(i)
 		_, err := f.st.AcceptInvite(t.Context(), tokens[i], passwords[i])
 		return err
