@@ -37,7 +37,7 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 		}
 	}
 	var budgetMicros *int64
-	if *budget != "" && *budget != "none" {
+	if flagGiven(c.flags, "budget") && *budget != "none" {
 		micros, err := store.ParseDollars(*budget)
 		if err != nil {
 			return usagef("admin set-limits: --budget: %v", err)
@@ -81,6 +81,12 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 		return err
 	}
 	return c.print(l, func(w io.Writer) { fmt.Fprintf(w, "limits of %s: %s\n", whose, describeLimits(l)) })
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func describeLimits(l store.Limits) string {
