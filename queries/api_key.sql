@@ -6,6 +6,12 @@ RETURNING *;
 -- name: APIKeyGetByID :one
 SELECT * FROM api_key WHERE team_id = @team_id AND id = @id;
 
+-- name: APIKeyLock :one
+-- Reads a key for a change that depends on its state (rotate, revoke): a
+-- concurrent change of the same key waits here, then reads what the first one
+-- committed, so only one of them can win.
+SELECT * FROM api_key WHERE team_id = @team_id AND id = @id FOR UPDATE;
+
 -- name: APIKeyListByTeam :many
 SELECT * FROM api_key WHERE team_id = @team_id ORDER BY created_at, id;
 

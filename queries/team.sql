@@ -7,6 +7,11 @@ SELECT * FROM team WHERE name = @name;
 -- name: TeamGetByID :one
 SELECT * FROM team WHERE id = @id;
 
+-- name: TeamLock :one
+-- Reads a team for a change of its limits: a concurrent change waits here, then
+-- reads what the first one committed.
+SELECT * FROM team WHERE id = @id FOR UPDATE;
+
 -- name: TeamList :many
 SELECT * FROM team ORDER BY id;
 

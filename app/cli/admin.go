@@ -89,6 +89,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	env.Stdout, env.Stderr = terminalWriter{env.Stdout}, terminalWriter{env.Stderr}
 	cmd := &adminCmd{ctx: ctx, env: env, cfg: cfg, flags: newFlagSet("admin " + args[0])}
 	cmd.flags.BoolVar(&cmd.json, "json", false, "print JSON")
 	defer cmd.close()
@@ -383,9 +384,6 @@ func revokeKey(ctx context.Context, c *adminCmd, args []string) error {
 		return err
 	}
 	k, err := c.st.RevokeKey(ctx, store.ActorCLI, teamID, *keyID)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("key %s is already revoked", *keyID)
-	}
 	if err != nil {
 		return err
 	}

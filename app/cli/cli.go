@@ -222,7 +222,7 @@ func Main(ctx context.Context) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "tollgate:", describe(err))
+	fmt.Fprintln(os.Stderr, "tollgate:", terminalSafe(describe(err)))
 	if _, ok := errors.AsType[*UsageError](err); ok {
 		return 2
 	}
@@ -233,6 +233,9 @@ func Main(ctx context.Context) int {
 func describe(err error) string {
 	if v, ok := errors.AsType[*store.ValidationError](err); ok {
 		return v.Message
+	}
+	if s, ok := errors.AsType[*store.StateError](err); ok {
+		return s.Message
 	}
 	return err.Error()
 }

@@ -30,62 +30,63 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	var (
-		m       store.Member
-		current store.Limits
-	)
-	if *memberRef == "" {
-		current, err = c.st.TeamLimits(ctx, t.ID)
-	} else if _, m, err = c.member(ctx, *teamRef, *memberRef); err == nil {
-		current, err = c.st.MemberLimits(ctx, t.ID, m.ID)
-	}
-	if err != nil {
-		return err
-	}
-	l := current
-	var budgetErr error
-	c.flags.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "algorithm":
-			l.RateAlgorithm = *algorithm
-		case "rate":
-			l.RateLimit = *rate
-		case "period":
-			l.RatePeriod = *period
-		case "burst":
-			l.RateBurst = *burst
-		case "concurrency":
-			l.Concurrency = *concurrency
-		case "tpm":
-			l.TokensPerMinute = *tpm
-		case "budget-period":
-			l.BudgetPeriod = *budgetPeriod
-		case "budget":
-			if *budget == "none" {
-				l.Budget = nil
-				return
-			}
-			micros, err := store.ParseDollars(*budget)
-			if err != nil {
-				budgetErr = usagef("admin set-limits: --budget: %v", err)
-			}
-			l.Budget = &micros
+	var m store.Member
+	if *memberRef != "" {
+		if _, m, err = c.member(ctx, *teamRef, *memberRef); err != nil {
+			return err
 		}
-	})
-	if budgetErr != nil {
-		return budgetErr
+	}
+	var budgetMicros *int64
+	if flagGiven(c.flags, "budget") && *budget != "none" {
+		micros, err := store.ParseDollars(*budget)
+		if err != nil {
+			return usagef("admin set-limits: --budget: %v", err)
+		}
+		budgetMicros = &micros
+	}
+	// The flags given change the limits as stored when the store holds the
+	// lock, not as read here: a concurrent set-limits of another flag stays.
+	change := func(l store.Limits) store.Limits {
+		c.flags.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "algorithm":
+				l.RateAlgorithm = *algorithm
+			case "rate":
+				l.RateLimit = *rate
+			case "period":
+				l.RatePeriod = *period
+			case "burst":
+				l.RateBurst = *burst
+			case "concurrency":
+				l.Concurrency = *concurrency
+			case "tpm":
+				l.TokensPerMinute = *tpm
+			case "budget-period":
+				l.BudgetPeriod = *budgetPeriod
+			case "budget":
+				l.Budget = budgetMicros
+			}
+		})
+		return l
 	}
 	whose := "team " + t.Name
+	var l store.Limits
 	if *memberRef == "" {
-		l, err = c.st.SetTeamLimits(ctx, store.ActorCLI, t.ID, l)
+		l, err = c.st.ChangeTeamLimits(ctx, store.ActorCLI, t.ID, change)
 	} else {
 		whose = m.Email
-		l, err = c.st.SetMemberLimits(ctx, store.ActorCLI, t.ID, m.ID, l)
+		l, err = c.st.ChangeMemberLimits(ctx, store.ActorCLI, t.ID, m.ID, change)
 	}
 	if err != nil {
 		return err
 	}
 	return c.print(l, func(w io.Writer) { fmt.Fprintf(w, "limits of %s: %s\n", whose, describeLimits(l)) })
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func describeLimits(l store.Limits) string {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -100,17 +101,22 @@ func (c *Console) confirmKey(w http.ResponseWriter, r *http.Request, title, mess
 }
 
 // afterKeyChange shows member m's keys after a write: a refused write with its
-// message (422), a new key with its plaintext, which is never stored and so
-// never shown again.
+// message (422 for a bad name; 409 for a key another call already rotated or
+// revoked), a new key with its plaintext, which is never stored and so never
+// shown again. HTMX swaps no 409, so there the funnel answers it with the one
+// line console.js shows.
 func (c *Console) afterKeyChange(w http.ResponseWriter, r *http.Request, m store.Member, issued *store.IssuedKey, err error) {
-	msg := validation(err)
-	if err != nil && msg == "" {
+	status, msg := http.StatusOK, ""
+	if msg = validation(err); msg != "" {
+		status = http.StatusUnprocessableEntity
+	} else if s, ok := errors.AsType[*store.StateError](err); ok && !isHTMX(r) {
+		status, msg = http.StatusConflict, s.Message
+	} else if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	status := http.StatusOK
 	if msg != "" {
-		status, issued = http.StatusUnprocessableEntity, nil
+		issued = nil
 	}
 	c.renderKeys(w, r, status, m, issued, msg)
 }

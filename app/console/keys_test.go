@@ -187,8 +187,13 @@ func TestRotateAndRevokeAskFirst(t *testing.T) {
 	if s := r.doc.Find(`[data-key-id="` + newID + `"] [data-testid="key-state"]`).Text(); r.status != http.StatusOK || s != "revoked" {
 		t.Errorf("revoke: %d, state %q", r.status, s)
 	}
-	if r := ada.htmx("/console/keys/"+newID+"/revoke", url.Values{"confirm": {"yes"}}); r.status != http.StatusNotFound {
-		t.Errorf("revoke twice: %d, want 404", r.status)
+	if r := ada.htmx("/console/keys/"+newID+"/revoke", url.Values{"confirm": {"yes"}}); r.status != http.StatusConflict ||
+		r.body != "key "+newID+" is already revoked" {
+		t.Errorf("revoke twice: %d %q, want 409 saying it is already revoked", r.status, r.body)
+	}
+	if r := ada.post("/console/keys/"+newID+"/revoke", url.Values{"confirm": {"yes"}}); r.status != http.StatusConflict ||
+		r.text("form-error") != "key "+newID+" is already revoked" || !r.has("keys") {
+		t.Errorf("revoke twice without HTMX: %d %q, want 409 with the keys and the message", r.status, r.text("form-error"))
 	}
 
 	// An owner rotates and revokes a member's key from the member's page.

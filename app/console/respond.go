@@ -52,10 +52,15 @@ func (c *Console) pageOrPartial(w http.ResponseWriter, r *http.Request, status i
 var errBadForm = errors.New("unexpected form field")
 
 // fail is the one error funnel: not found → 404, a bad form → 400, a store
-// conflict → 409, anything else → 500 with a log line and a reference the
-// person can quote. Validation errors never get here: handlers re-render their
+// conflict or a change another call made first (StateError, with its message)
+// → 409, anything else → 500 with a log line and a reference the person can
+// quote. Validation errors never get here: handlers re-render their
 // form with the message (422).
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if s, ok := errors.AsType[*store.StateError](err); ok {
+		c.failWith(w, r, http.StatusConflict, "Already changed", s.Message)
+		return
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c.failWith(w, r, http.StatusNotFound, "Not found", "There is nothing here, or it is not yours.")

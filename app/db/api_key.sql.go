@@ -211,6 +211,35 @@ func (q *Queries) APIKeyListLive(ctx context.Context, db DBTX) ([]APIKeyListLive
 	return items, nil
 }
 
+const aPIKeyLock = `-- name: APIKeyLock :one
+SELECT id, team_id, member_id, name, secret_hash, created_at, expires_at, replaced_by, revoked_at FROM api_key WHERE team_id = $1 AND id = $2 FOR UPDATE
+`
+
+type APIKeyLockParams struct {
+	TeamID int64
+	ID     string
+}
+
+// Reads a key for a change that depends on its state (rotate, revoke): a
+// concurrent change of the same key waits here, then reads what the first one
+// committed, so only one of them can win.
+func (q *Queries) APIKeyLock(ctx context.Context, db DBTX, arg APIKeyLockParams) (ApiKey, error) {
+	row := db.QueryRow(ctx, aPIKeyLock, arg.TeamID, arg.ID)
+	var i ApiKey
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.MemberID,
+		&i.Name,
+		&i.SecretHash,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.ReplacedBy,
+		&i.RevokedAt,
+	)
+	return i, err
+}
+
 const aPIKeyRevoke = `-- name: APIKeyRevoke :one
 UPDATE api_key SET revoked_at = coalesce($1::timestamptz, now())
 WHERE team_id = $2 AND id = $3 AND revoked_at IS NULL

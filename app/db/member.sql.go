@@ -145,6 +145,57 @@ func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRo
 	return items, nil
 }
 
+const memberLockByEmail = `-- name: MemberLockByEmail :one
+SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
+`
+
+type MemberLockByEmailParams struct {
+	TeamID int64
+	Email  string
+}
+
+// As MemberLockByID, for an invite that sets a password only if none is set.
+func (q *Queries) MemberLockByEmail(ctx context.Context, db DBTX, arg MemberLockByEmailParams) (Member, error) {
+	row := db.QueryRow(ctx, memberLockByEmail, arg.TeamID, arg.Email)
+	var i Member
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.Email,
+		&i.Role,
+		&i.Status,
+		&i.PasswordHash,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const memberLockByID = `-- name: MemberLockByID :one
+SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
+`
+
+type MemberLockByIDParams struct {
+	TeamID int64
+	ID     int64
+}
+
+// Reads a member for a change that depends on what is stored (limits): a
+// concurrent change waits here, then reads what the first one committed.
+func (q *Queries) MemberLockByID(ctx context.Context, db DBTX, arg MemberLockByIDParams) (Member, error) {
+	row := db.QueryRow(ctx, memberLockByID, arg.TeamID, arg.ID)
+	var i Member
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.Email,
+		&i.Role,
+		&i.Status,
+		&i.PasswordHash,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const memberSetStatus = `-- name: MemberSetStatus :one
 UPDATE member SET status = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at
 `

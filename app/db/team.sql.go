@@ -114,6 +114,31 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 	return items, nil
 }
 
+const teamLock = `-- name: TeamLock :one
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team WHERE id = $1 FOR UPDATE
+`
+
+// Reads a team for a change of its limits: a concurrent change waits here, then
+// reads what the first one committed.
+func (q *Queries) TeamLock(ctx context.Context, db DBTX, id int64) (Team, error) {
+	row := db.QueryRow(ctx, teamLock, id)
+	var i Team
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.BudgetMicros,
+		&i.BudgetPeriod,
+		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
+	)
+	return i, err
+}
+
 const teamSetLimits = `-- name: TeamSetLimits :one
 UPDATE team SET rate_algorithm = $1, rate_limit = $2,
     rate_period_ms = $3, rate_burst = $4, concurrency = $5,

@@ -201,7 +201,8 @@ func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Membe
 		if inv.TeamID == nil {
 			return ErrNotFound // a setup link, not an invite
 		}
-		row, err := s.q.MemberGetByEmail(ctx, tx, db.MemberGetByEmailParams{TeamID: *inv.TeamID, Email: inv.Email})
+		// Locked: two invites to one member accepted at once must not both set a password.
+		row, err := s.q.MemberLockByEmail(ctx, tx, db.MemberLockByEmailParams{TeamID: *inv.TeamID, Email: inv.Email})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			if m, err = s.addMember(ctx, tx, ActorInviteLink, *inv.TeamID, inv.Email, inv.Role); err != nil {
@@ -210,7 +211,7 @@ func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Membe
 		case err != nil:
 			return err
 		case row.PasswordHash != nil:
-			return ErrConflict // they set a password through another link meanwhile
+			return stale("%s already set a password through another invite; sign in instead", inv.Email)
 		default:
 			m = memberFrom(row)
 		}

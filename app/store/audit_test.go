@@ -19,6 +19,8 @@ var auditedWriters = map[string]string{
 	"SetMemberStatus":    "member.status",
 	"SetMemberLimits":    "member.limits",
 	"SetTeamLimits":      "team.limits",
+	"ChangeMemberLimits": "member.limits",
+	"ChangeTeamLimits":   "team.limits",
 	"AddRoute":           "route.add",
 	"UpdateRoute":        "route.update",
 	"AddRouteTarget":     "route.target.add",
@@ -85,6 +87,9 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	check("SetTeamLimits", func() {
 		must(f.st.SetTeamLimits(ctx, actor, f.team.ID, store.Limits{Concurrency: 8, RatePeriod: time.Second}))(t)
 	})
+	raise := func(l store.Limits) store.Limits { l.Concurrency++; return l }
+	check("ChangeMemberLimits", func() { must(f.st.ChangeMemberLimits(ctx, actor, f.team.ID, bob.ID, raise))(t) })
+	check("ChangeTeamLimits", func() { must(f.st.ChangeTeamLimits(ctx, actor, f.team.ID, raise))(t) })
 	var route store.Route
 	check("AddRoute", func() {
 		route = must(f.st.AddRoute(ctx, actor, store.RouteSpec{TeamID: f.team.ID, Preset: "openai", UpstreamURL: "http://127.0.0.1:1"}))(t)

@@ -49,6 +49,9 @@ func keyFrom(k db.ApiKey) Key {
 
 // IssueKey creates a key for an active member.
 func (s *Store) IssueKey(ctx context.Context, actor Actor, teamID, memberID int64, name string) (IssuedKey, error) {
+	if err := checkText("name", "key name", name); err != nil {
+		return IssuedKey{}, err
+	}
 	if len(name) > 100 {
 		return IssuedKey{}, invalid("name", "key name must be at most 100 characters")
 	}
@@ -94,15 +97,15 @@ func (s *Store) RotateKey(ctx context.Context, actor Actor, teamID int64, keyID 
 	}
 	var issued IssuedKey
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		old, err := s.q.APIKeyGetByID(ctx, tx, db.APIKeyGetByIDParams{TeamID: teamID, ID: keyID})
+		old, err := s.lockKey(ctx, tx, teamID, keyID)
 		if err != nil {
-			return mapErr(err)
+			return err
 		}
 		if old.RevokedAt != nil {
-			return invalid("key", "key %s is revoked", keyID)
+			return stale("key %s is revoked", keyID)
 		}
 		if old.ReplacedBy != nil {
-			return invalid("key", "key %s was already rotated to %s; rotate that one", keyID, *old.ReplacedBy)
+			return stale("key %s was already rotated to %s; rotate that one", keyID, *old.ReplacedBy)
 		}
 		issued, err = s.issueKey(ctx, tx, actor, teamID, old.MemberID, old.Name)
 		if err != nil {
@@ -130,10 +133,25 @@ func (s *Store) RotateKey(ctx context.Context, actor Actor, teamID int64, keyID 
 	return issued, nil
 }
 
+// lockKey reads a key under a row lock for a change that depends on its
+// state: of two concurrent rotations or revocations, the second waits for the
+// first to commit and then sees what it did, so exactly one wins.
+func (s *Store) lockKey(ctx context.Context, tx pgx.Tx, teamID int64, keyID string) (db.ApiKey, error) {
+	k, err := s.q.APIKeyLock(ctx, tx, db.APIKeyLockParams{TeamID: teamID, ID: keyID})
+	return k, mapErr(err)
+}
+
 // RevokeKey stops a key at once.
 func (s *Store) RevokeKey(ctx context.Context, actor Actor, teamID int64, keyID string) (Key, error) {
 	var k Key
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		old, err := s.lockKey(ctx, tx, teamID, keyID)
+		if err != nil {
+			return err
+		}
+		if old.RevokedAt != nil {
+			return stale("key %s is already revoked", keyID)
+		}
 		row, err := s.q.APIKeyRevoke(ctx, tx, db.APIKeyRevokeParams{TeamID: teamID, ID: keyID})
 		if err != nil {
 			return mapErr(err)

@@ -121,18 +121,30 @@ func (s *Store) MemberLimits(ctx context.Context, teamID, memberID int64) (Limit
 // SetMemberLimits replaces a member's limits; every replica applies them from its
 // next snapshot reload (milliseconds, by NOTIFY).
 func (s *Store) SetMemberLimits(ctx context.Context, actor Actor, teamID, memberID int64, l Limits) (Limits, error) {
-	l = l.withDefaults()
-	if _, err := l.Policy(); err != nil {
-		return Limits{}, err
-	}
-	before, err := s.MemberLimits(ctx, teamID, memberID)
-	if err != nil {
-		return Limits{}, err
-	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		m, err := s.q.MemberGetByID(ctx, tx, db.MemberGetByIDParams{TeamID: teamID, ID: memberID})
+	return s.ChangeMemberLimits(ctx, actor, teamID, memberID, func(Limits) Limits { return l })
+}
+
+// ChangeMemberLimits applies change to a member's limits as they are stored,
+// with the member's row locked: two concurrent changes of different limits
+// both land instead of the later one writing back what it read before the
+// earlier one committed.
+func (s *Store) ChangeMemberLimits(ctx context.Context, actor Actor, teamID, memberID int64, change func(Limits) Limits) (Limits, error) {
+	var l Limits
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		m, err := s.q.MemberLockByID(ctx, tx, db.MemberLockByIDParams{TeamID: teamID, ID: memberID})
 		if err != nil {
 			return mapErr(err)
+		}
+		before := NoLimits()
+		switch row, err := s.q.MemberLimitGet(ctx, tx, db.MemberLimitGetParams{TeamID: teamID, MemberID: memberID}); {
+		case err == nil:
+			before = memberLimitRow(row).limits()
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		l = change(before).withDefaults()
+		if _, err := l.Policy(); err != nil {
+			return err
 		}
 		if _, err := s.q.MemberLimitUpsert(ctx, tx, db.MemberLimitUpsertParams{MemberID: memberID, TeamID: teamID,
 			RateAlgorithm: l.RateAlgorithm, RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(),
@@ -159,14 +171,21 @@ func (s *Store) TeamLimits(ctx context.Context, teamID int64) (Limits, error) {
 
 // SetTeamLimits replaces the team-wide limits, which bind on top of each member's.
 func (s *Store) SetTeamLimits(ctx context.Context, actor Actor, teamID int64, l Limits) (Limits, error) {
-	l = l.withDefaults()
-	if _, err := l.Policy(); err != nil {
-		return Limits{}, err
-	}
+	return s.ChangeTeamLimits(ctx, actor, teamID, func(Limits) Limits { return l })
+}
+
+// ChangeTeamLimits is ChangeMemberLimits for the team-wide limits, with the
+// team's row locked.
+func (s *Store) ChangeTeamLimits(ctx context.Context, actor Actor, teamID int64, change func(Limits) Limits) (Limits, error) {
+	var l Limits
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		before, err := s.q.TeamGetByID(ctx, tx, teamID)
+		before, err := s.q.TeamLock(ctx, tx, teamID)
 		if err != nil {
 			return mapErr(err)
+		}
+		l = change(teamLimitRow(before).limits()).withDefaults()
+		if _, err := l.Policy(); err != nil {
+			return err
 		}
 		if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: teamID, RateAlgorithm: l.RateAlgorithm,
 			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),

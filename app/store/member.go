@@ -54,6 +54,9 @@ func (s *Store) AddMember(ctx context.Context, actor Actor, teamID int64, email,
 
 // checkMember validates a new member's email and role and returns the email as stored.
 func checkMember(email, role string) (string, error) {
+	if err := checkText("email", "email", email); err != nil {
+		return "", err
+	}
 	addr, err := mail.ParseAddress(email)
 	if err != nil || addr.Address != email {
 		return "", invalid("email", "%q is not an email address", email)

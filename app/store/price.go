@@ -73,6 +73,9 @@ func ProviderOf(model string) string {
 
 // validate checks p as the data path will price with it, naming the field at fault.
 func (p Price) validate() error {
+	if err := checkText("model", "model", p.Model); err != nil {
+		return err
+	}
 	if len(p.Model) > 256 || strings.ContainsFunc(p.Model, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return invalid("model", "model %q must be at most 256 bytes with no spaces or control characters", p.Model)
 	}

@@ -99,6 +99,12 @@ func (spec RouteSpec) withPreset() (RouteSpec, error) {
 }
 
 func (spec RouteSpec) validate(ctx context.Context) error {
+	for _, f := range []struct{ field, what, value string }{{"prefix", "prefix", spec.Prefix},
+		{"upstream", "upstream URL", spec.UpstreamURL}, {"format", "credential format", spec.CredentialFormat}} {
+		if err := checkText(f.field, f.what, f.value); err != nil {
+			return err
+		}
+	}
 	if !routePrefix.MatchString(spec.Prefix) {
 		return invalid("prefix", "prefix %q must look like /name or /name/sub (lower-case letters, digits, . _ -)", spec.Prefix)
 	}
@@ -240,6 +246,9 @@ func (s *Store) routeByPrefix(ctx context.Context, tx pgx.Tx, teamID int64, pref
 // AddRouteTarget spreads a route over one more upstream, checked as a route's
 // own upstream is; credentialEnv "" uses the route's credential variable.
 func (s *Store) AddRouteTarget(ctx context.Context, actor Actor, teamID int64, prefix string, target RouteTarget) error {
+	if err := checkText("upstream", "upstream URL", target.UpstreamURL); err != nil {
+		return err
+	}
 	if _, err := proxy.ValidateUpstream(ctx, target.UpstreamURL); err != nil {
 		return invalid("upstream", "%v", err)
 	}

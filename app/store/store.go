@@ -36,6 +36,18 @@ func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// StateError means the thing is no longer in the state the change needs: a key
+// already rotated or revoked, a member who already set a password, most often
+// by a concurrent call that won. Message says what happened; the console
+// answers 409 with it, the CLI prints it.
+type StateError struct{ Message string }
+
+func (e *StateError) Error() string { return e.Message }
+
+func stale(format string, args ...any) error {
+	return &StateError{Message: fmt.Sprintf(format, args...)}
+}
+
 // Actor names who makes a change, for the audit log: "cli" or "member:<id>".
 type Actor string
 

@@ -98,7 +98,8 @@ func wantValidation(t *testing.T, err error, field string) {
 }
 
 // refused checks that write fails with a validation error on field (or, for
-// "conflict" and "notfound", with ErrConflict or ErrNotFound) and records nothing.
+// "conflict" and "notfound", with ErrConflict or ErrNotFound, and for "stale"
+// with a StateError) and records nothing.
 func (f *fixture) refused(t *testing.T, name, field string, write func() error) {
 	t.Helper()
 	var err error
@@ -108,6 +109,12 @@ func (f *fixture) refused(t *testing.T, name, field string, write func() error) 
 	if want := map[string]error{"conflict": store.ErrConflict, "notfound": store.ErrNotFound}[field]; want != nil {
 		if !errors.Is(err, want) {
 			t.Errorf("%s: err = %v, want %v", name, err, want)
+		}
+		return
+	}
+	if field == "stale" {
+		if _, ok := errors.AsType[*store.StateError](err); !ok {
+			t.Errorf("%s: err = %v, want a StateError", name, err)
 		}
 		return
 	}
@@ -165,7 +172,7 @@ func TestKeyLifecycle(t *testing.T) {
 	rotate := func(id string, grace time.Duration) func() error {
 		return func() error { _, err := f.st.RotateKey(ctx, actor, f.team.ID, id, grace); return err }
 	}
-	f.refused(t, "RotateTwice", "key", rotate(issued.ID, time.Hour))
+	f.refused(t, "RotateTwice", "stale", rotate(issued.ID, time.Hour))
 	f.refused(t, "NegativeGrace", "grace", rotate(rotated.ID, -time.Second))
 
 	// Grace 0 revokes the old key at once.
@@ -189,10 +196,8 @@ func TestKeyLifecycle(t *testing.T) {
 	if sk, ok := f.snapshot(t).Key(third.ID); !ok || !sk.Revoked {
 		t.Errorf("snapshot revoked key = %+v, ok %v; want Revoked", sk, ok)
 	}
-	if _, err := f.st.RevokeKey(ctx, actor, f.team.ID, third.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("second revoke: err = %v, want ErrNotFound", err)
-	}
-	f.refused(t, "RotateRevoked", "key", rotate(third.ID, time.Hour))
+	f.refused(t, "RevokeTwice", "stale", func() error { _, err := f.st.RevokeKey(ctx, actor, f.team.ID, third.ID); return err })
+	f.refused(t, "RotateRevoked", "stale", rotate(third.ID, time.Hour))
 
 	// No audit row holds a plaintext key or a secret.
 	for _, e := range must(f.st.Audit(ctx, &f.team.ID, 1000))(t) {

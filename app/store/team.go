@@ -41,6 +41,9 @@ func (s *Store) CreateTeam(ctx context.Context, actor Actor, name string) (Team,
 }
 
 func checkTeamName(name string) error {
+	if err := checkText("name", "team name", name); err != nil {
+		return err
+	}
 	if !teamName.MatchString(name) {
 		return invalid("name", "team name %q must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit", name)
 	}
