@@ -49,8 +49,10 @@ func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger, now fu
 		}
 		log.Error("Redis is not reachable at start; fail-closed routes answer 503 until it is", "err", err)
 	}
+	// Admissions take at most three quarters of the pool, so that settles (a few
+	// workers' pipelines) and readiness always find a connection.
 	lim = limiter.NewRedis(client, limiter.RedisOptions{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout, Wait: cfg.RedisWait,
-		Replicas: cfg.Replicas, Now: now})
+		MaxCalls: max(1, cfg.RedisPoolSize*3/4), Replicas: cfg.Replicas, Now: now})
 	return lim, client, func() { client.Close() }, nil
 }
 

@@ -135,6 +135,11 @@ type RedisOptions struct {
 	// is the whole call's deadline, and the client must set ContextTimeoutEnabled, or
 	// socket reads wait out its ReadTimeout instead.
 	Timeout time.Duration
+	// MaxCalls bounds the admissions in Redis at once from this limiter (0: no
+	// bound); the rest wait their turn within Wait, and a rate refusal that comes
+	// back meanwhile answers them without a call. Fewer calls queued inside Redis
+	// keep each one's answer within Timeout when a burst keeps Redis busy.
+	MaxCalls int
 	// Wait is how much longer than Timeout a call may take in all, for a client
 	// whose socket deadlines (ReadTimeout, WriteTimeout) bound Redis's answer and
 	// whose PoolTimeout bounds the wait for a connection: then a burst queues for
@@ -158,6 +163,8 @@ type Redis struct {
 	replicas int64
 	now      func() time.Time // injected script clock; nil means Redis TIME
 
+	calls chan struct{} // admission call slots (MaxCalls); nil: unbounded
+
 	// fallback decides fail-open requests while Redis is unreachable.
 	fallback *Local
 	refusals refusalCache
@@ -175,6 +182,9 @@ func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
 		r.timeout = DefaultTimeout
 	}
 	r.timeout += max(opts.Wait, 0)
+	if opts.MaxCalls > 0 {
+		r.calls = make(chan struct{}, opts.MaxCalls)
+	}
 	r.replicas = max(r.replicas, 1)
 	r.fallback = NewLocal(r.clock)
 	return r
@@ -241,7 +251,25 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 		r.cachedRefusals.Add(1)
 		return d, nil
 	}
-	d, err := r.admit(ctx, &req)
+	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if r.calls != nil {
+		select {
+		case r.calls <- struct{}{}:
+			defer func() { <-r.calls }()
+		case <-callCtx.Done():
+			// Never sent: nothing to release.
+			return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: no call slot within the wait: %w", req.Team, req.Member, callCtx.Err()))
+		}
+		// A refusal that came back while this request waited binds it too: in a
+		// burst past a rate limit, most of the queue is answered here.
+		sent = r.clock()
+		if d, ok := r.refusals.get(&req, sent); ok {
+			r.cachedRefusals.Add(1)
+			return d, nil
+		}
+	}
+	d, err := r.admitCall(callCtx, &req)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "HOLDEXISTS") {
 			// The script refused the request id itself: not an outage.
@@ -254,12 +282,6 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 	}
 	r.refusals.put(&req, d, sent)
 	return d, nil
-}
-
-func (r *Redis) admit(ctx context.Context, req *Request) (Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	return r.admitCall(ctx, req)
 }
 
 func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {

@@ -78,7 +78,7 @@ func burst(ctx context.Context, c *cluster, o options) (table, error) {
 			strconv.Itoa(r.codes[http.StatusTooManyRequests]), strconv.Itoa(r.codes[http.StatusPaymentRequired]),
 			strconv.Itoa(r.codes[http.StatusServiceUnavailable]), strconv.Itoa(other), strconv.Itoa(r.errors),
 			fmt.Sprintf("%d / %d", admitted, ceiling), fmt.Sprintf("%d of %d", r.retryAfter, r.refused),
-			ms(r.p50), ms(r.p99), r.decided.Round(10*time.Millisecond).String()})
+			ms(r.p50), ms(r.p99), r.decided.Round(10 * time.Millisecond).String()})
 		for _, s := range r.samples {
 			notes = append(notes, v.name+": "+s)
 		}
