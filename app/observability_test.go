@@ -511,6 +511,16 @@ func TestTraceOfOneRequest(t *testing.T) {
 	if r := do(t, req); r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
+	// The settle runs after the response; alone in its batch, it is a span of
+	// the request's trace (a batch of several has none of its own).
+	eventually(t, 5*time.Second, "the settle span ended", func() bool {
+		for _, s := range o.gw.Spans.Ended() {
+			if s.Name() == "settle" && s.SpanContext().TraceID().String() == callerTrace {
+				return true
+			}
+		}
+		return false
+	})
 	// bob's second request is refused by the limiter: a security event on its span.
 	for range 2 {
 		do(t, anthropicRequest(t, o.gw.URL, o.keys["bob@acme.test"], messagesBody))

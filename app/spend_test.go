@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +108,12 @@ func TestBudgetRefusal(t *testing.T) {
 	typ, msg := errorShape(t, "anthropic", refused.body)
 	if typ != "billing_error" || !strings.Contains(msg, "budget") || !strings.Contains(msg, "resets at") {
 		t.Fatalf("402: %s %q", typ, msg)
+	}
+	// A daily budget comes back at the next midnight UTC: Retry-After says when.
+	untilMidnight := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour))
+	if after, err := strconv.Atoi(refused.header.Get("Retry-After")); err != nil ||
+		time.Duration(after)*time.Second < untilMidnight-time.Minute || time.Duration(after)*time.Second > untilMidnight+time.Minute {
+		t.Fatalf("402 Retry-After %q, want about %s (until midnight UTC)", refused.header.Get("Retry-After"), untilMidnight.Round(time.Second))
 	}
 	// Spent is what the ledger says: never more than the budget.
 	rows, err := f.st.Ledger(context.Background(), f.team.ID, nil, time.Time{}, 1000)

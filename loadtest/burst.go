@@ -24,7 +24,8 @@ const burstRoom = 2000
 // (200, or 429/402 with Retry-After), none a 503, and exactly the room is
 // admitted: a sliding window of 2,000 an hour; a TPM limit of 2,000 requests'
 // reservations (plus what it refills while the burst is decided); a budget of
-// 2,000 requests' holds, never spent past. The admitted requests' upstream
+// 2,000 requests' holds, never spent past (daily, so that its 402s say when it
+// comes back). The admitted requests' upstream
 // answers wait 15 s, so every admission is decided before any settle gives
 // room back.
 func burst(ctx context.Context, c *cluster, o options) (table, error) {
@@ -55,7 +56,7 @@ func burst(ctx context.Context, c *cluster, o options) (table, error) {
 			func(time.Duration) int { return burstRoom }},
 		{fmt.Sprintf("TPM %d (2,000 × %d tokens)", burstRoom*tokens, tokens), store.Limits{TokensPerMinute: burstRoom * tokens, RatePeriod: time.Second},
 			func(d time.Duration) int { return burstRoom + int(int64(burstRoom)*int64(d)/int64(time.Minute)) }},
-		{fmt.Sprintf("budget $%d.%06d (2,000 holds)", budget/1e6, budget%1e6), store.Limits{Budget: &budget, BudgetPeriod: "total", RatePeriod: time.Second},
+		{fmt.Sprintf("daily budget $%d.%06d (2,000 holds)", budget/1e6, budget%1e6), store.Limits{Budget: &budget, BudgetPeriod: "daily", RatePeriod: time.Second},
 			func(time.Duration) int { return burstRoom }},
 	}
 	var notes []string

@@ -67,6 +67,10 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 	case limiter.ReasonCutOff:
 		WriteError(w, d, errMemberDisabled)
 	case limiter.ReasonBudget:
+		if !dec.TooLarge && !dec.BudgetResetsAt.IsZero() {
+			// The budget comes back with its period; a total budget never does.
+			setRetryHeaders(w.Header(), dec.BudgetResetsAt.Sub(g.opts.Now()))
+		}
 		WriteError(w, d, budgetRefusal(dec, t.meter.hold))
 	case limiter.ReasonTPM:
 		if dec.TooLarge {

@@ -75,6 +75,8 @@ func TestLoadDefaults(t *testing.T) {
 		LogLevel:                 slog.LevelInfo,
 		RedisKeyPrefix:           "tg:",
 		RedisTimeout:             150 * time.Millisecond,
+		RedisWait:                5 * time.Second,
+		RedisPoolSize:            16,
 		Replicas:                 1,
 		ConcurrencyLease:         15 * time.Minute,
 		AdminAddr:                "127.0.0.1:9090",

@@ -102,10 +102,13 @@ func withCookie(e *env, value string) *client {
 
 func TestSessionExpiresWhenIdle(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(o *console.Options) { o.SessionIdleTimeout = time.Second })
+	// Seconds, not less: under -race on two busy cores, signing in and the
+	// first page can take over a second, which a shorter timeout would count as idle.
+	const idle = 3 * time.Second
+	e := newEnv(t, func(o *console.Options) { o.SessionIdleTimeout = idle })
 	owner, _ := e.owner("acme", "owner@acme.test")
 	wantStatus(t, "fresh session", owner.get("/console/"), http.StatusOK)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(idle + idle/2)
 	wantRedirect(t, "idle session", owner.get("/console/"), "/console/signin")
 }
 
