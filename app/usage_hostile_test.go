@@ -18,10 +18,10 @@ import (
 	"github.com/tollgate/tollgate/proxy"
 )
 
-// hostileUpstream answers each request with the status, content type and body the
+// usageUpstream answers each request with the status, content type and body the
 // test put in its X-Hostile-* headers: an upstream that reports whatever usage it
 // likes.
-func hostileUpstream(t *testing.T) *httptest.Server {
+func usageUpstream(t *testing.T) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		body, _ := url.QueryUnescape(r.Header.Get("X-Hostile-Body"))
@@ -45,7 +45,7 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 func TestReportedUsageIsNotTruth(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	hostile := hostileUpstream(t)
+	hostile := usageUpstream(t)
 	_, err := f.st.AddRoute(context.Background(), store.ActorCLI, store.RouteSpec{TeamID: f.team.ID, Preset: "anthropic",
 		Prefix: "/hostile", UpstreamURL: hostile.URL})
 	must(t, err)
