@@ -48,7 +48,7 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 		}
 		for _, e := range a.ledger.Pending() {
 			if e.TeamID == teamID && e.Status != proxy.LedgerHeld && !e.CreatedAt.Before(since) {
-				spent[e.MemberID] += e.CostMicros
+				spent[e.MemberID] = proxy.AddSpend(spent[e.MemberID], e.CostMicros)
 			}
 		}
 		for _, m := range members {
@@ -57,7 +57,7 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 				state.Members[id] = map[limiter.Period]int64{}
 			}
 			state.Members[id][p] = spent[m.ID]
-			state.Team[p] += spent[m.ID]
+			state.Team[p] = proxy.AddSpend(state.Team[p], spent[m.ID])
 		}
 	}
 	state.RevokedKeys = snap.RevokedKeys(teamID)

@@ -119,6 +119,10 @@ const maxExact = 1 << 53
 // that spent + held + hold, and a period's sum of settles, stay far below 2^53.
 const maxMoney = maxExact / 4
 
+// MaxMoney is maxMoney for callers that sum spend: a sum saturated here is one every
+// limiter call accepts.
+const MaxMoney = maxMoney
+
 // tokenUnit is one token in TPM-bucket units: the bucket refills TokensPerMinute units
 // per microsecond, so refills are whole numbers with no drift.
 const tokenUnit = 60_000_000

@@ -3,6 +3,7 @@ package proxy
 import (
 	"time"
 
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy/usage"
 )
 
@@ -11,13 +12,30 @@ type LedgerStatus string
 
 // Ledger statuses: held at admission; then settled from the provider's usage,
 // uncertain (charged the hold, or the usage seen so far, because the outcome is
-// unknown), or released (provably never reached the upstream: charged nothing).
+// unknown), implausible (the provider reported usage the request cannot have had:
+// charged the hold, and a security event), or released (provably never reached the
+// upstream, or the provider answered with an error: charged nothing).
 const (
-	LedgerHeld      LedgerStatus = "held"
-	LedgerSettled   LedgerStatus = "settled"
-	LedgerUncertain LedgerStatus = "uncertain"
-	LedgerReleased  LedgerStatus = "released"
+	LedgerHeld        LedgerStatus = "held"
+	LedgerSettled     LedgerStatus = "settled"
+	LedgerUncertain   LedgerStatus = "uncertain"
+	LedgerImplausible LedgerStatus = "implausible"
+	LedgerReleased    LedgerStatus = "released"
 )
+
+// MaxRequestMicros is the most one request is ever charged ($1,000,000, hundreds of
+// times the dearest real request): reported usage that would cost more is
+// implausible, and a ledger row that says it cost more (or less than 0), written
+// before that rule or by hand, counts its hold in every sum instead.
+const MaxRequestMicros = 1_000_000_000_000
+
+// AddSpend is a + b for sums of micro-dollars over ledger rows, each term taken in
+// 0..limiter.MaxMoney and the sum saturated there: no row, however absurd, can wrap
+// a sum or make one the limiter refuses.
+func AddSpend(a, b int64) int64 {
+	clamp := func(v int64) int64 { return min(max(v, 0), limiter.MaxMoney) }
+	return min(clamp(a)+clamp(b), limiter.MaxMoney)
+}
 
 // LedgerEntry is one admitted request's row; the gateway records it when the
 // hold is placed and again when it settles.

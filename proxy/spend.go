@@ -27,6 +27,9 @@ type meter struct {
 	// addedUsage: the gateway asked for the stream's usage chunk, not the
 	// caller, so the caller must not see it (usage.Tap.DropUsageChunk).
 	addedUsage bool
+	// What the reported usage is judged against (implausible): the output ceiling
+	// times the completions asked for, and the inflated body's size.
+	maxOutput, bodyBytes int64
 }
 
 // unmeteredHold is reserved for a write to a paid route whose endpoint has no
@@ -71,7 +74,8 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 		out = price.MaxOutputTokens
 	}
 	m.priced, m.price, m.model = true, price, req.Model
-	m.tokens = min(req.InputTokens+out*max(req.Choices, 1), limiter.MaxTokens)
+	m.maxOutput, m.bodyBytes = out*max(req.Choices, 1), int64(len(decoded))
+	m.tokens = min(req.InputTokens+m.maxOutput, limiter.MaxTokens)
 
 	if kind == estimate.OpenAIChat && req.Stream && !req.IncludeUsage {
 		injected, changed, err := usage.InjectIncludeUsage(decoded)
@@ -139,9 +143,11 @@ func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Ou
 
 // outcome decides the charge: the reported usage when the provider gave it; the
 // usage seen so far when a stream broke after carrying some; the whole hold when
-// the request reached the upstream and nothing says what it cost; nothing when it
-// provably never reached the upstream, or the provider answered with an error
-// (providers do not bill refused requests).
+// the request reached the upstream and nothing says what it cost, or what it says
+// is implausible for the request; nothing when it provably never reached the
+// upstream, or the provider answered with an error status, whatever usage that
+// error carried (providers bill neither a refused request, 4xx, nor one that failed
+// before it started, 5xx and 529; a stream that fails after its 200 is charged).
 func (t *target) outcome() (status LedgerStatus, cost, tokens int64, used usage.Usage) {
 	if !t.meter.priced {
 		return LedgerSettled, 0, 0, used
@@ -149,12 +155,14 @@ func (t *target) outcome() (status LedgerStatus, cost, tokens int64, used usage.
 	if t.tap != nil {
 		u, seen, final := t.tap.Result()
 		switch {
+		case t.status >= 400:
+			return LedgerReleased, 0, 0, used
+		case seen && t.meter.implausible(u) != "":
+			return LedgerImplausible, t.meter.hold, t.meter.tokens, bounded(u)
 		case seen && final:
 			return LedgerSettled, CostOf(t.meter.price, u), tokensOf(u), u
 		case seen:
 			return LedgerUncertain, CostOf(t.meter.price, u), tokensOf(u), u
-		case t.status >= 400:
-			return LedgerReleased, 0, 0, u
 		}
 		return LedgerUncertain, t.meter.hold, t.meter.tokens, u
 	}

@@ -1,6 +1,7 @@
 -- name: LedgerUpsert :batchexec
--- One request's row. A row already settled, uncertain or released is final: a late
--- 'held' write (batches may arrive out of order across flushes) never reverts it.
+-- One request's row. A row already settled, uncertain, implausible or released is
+-- final: a late 'held' write (batches may arrive out of order across flushes) never
+-- reverts it.
 INSERT INTO ledger (team_id, request_id, member_id, key_id, route_id, model, status, http_status,
     input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens,
     held_micros, cost_micros, created_at, settled_at)
@@ -25,9 +26,15 @@ LIMIT @max_rows;
 
 -- name: LedgerSpendSince :many
 -- Spend per member since a period start, for rebuilding admission counters:
--- settled and uncertain rows count their cost; rows still held are in flight and
--- are charged when they settle.
-SELECT member_id, coalesce(sum(cost_micros), 0)::bigint AS spent
+-- settled, uncertain and implausible rows count their cost; rows still held are in
+-- flight and are charged when they settle. A cost outside 0..@max_request_micros
+-- (no request costs that: a row written before usage was judged, or by hand) counts
+-- the row's hold instead, and the sum saturates at @max_spent, so one absurd row
+-- neither fails the rebuild (bigint out of range) nor spends the team's budget.
+SELECT member_id, least(coalesce(sum(
+        CASE WHEN cost_micros BETWEEN 0 AND @max_request_micros::bigint THEN cost_micros
+             ELSE least(greatest(held_micros, 0), @max_spent::bigint) END), 0),
+    @max_spent::bigint)::bigint AS spent
 FROM ledger
-WHERE team_id = @team_id AND created_at >= @since AND status IN ('settled', 'uncertain')
+WHERE team_id = @team_id AND created_at >= @since AND status IN ('settled', 'uncertain', 'implausible')
 GROUP BY member_id;

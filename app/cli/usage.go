@@ -51,9 +51,9 @@ func usageReport(ctx context.Context, c *adminCmd, args []string) error {
 	}
 	var held, spent int64
 	for _, r := range rows {
-		spent += r.CostMicros
+		spent = proxy.AddSpend(spent, r.CostMicros)
 		if r.Status == proxy.LedgerHeld {
-			held += r.HeldMicros
+			held = proxy.AddSpend(held, r.HeldMicros)
 		}
 	}
 	return c.print(rows, func(w io.Writer) {

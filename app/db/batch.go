@@ -59,8 +59,9 @@ type LedgerUpsertParams struct {
 	SettledAt        *time.Time
 }
 
-// One request's row. A row already settled, uncertain or released is final: a late
-// 'held' write (batches may arrive out of order across flushes) never reverts it.
+// One request's row. A row already settled, uncertain, implausible or released is
+// final: a late 'held' write (batches may arrive out of order across flushes) never
+// reverts it.
 func (q *Queries) LedgerUpsert(ctx context.Context, db DBTX, arg []LedgerUpsertParams) *LedgerUpsertBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {

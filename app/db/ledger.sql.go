@@ -70,15 +70,20 @@ func (q *Queries) LedgerList(ctx context.Context, db DBTX, arg LedgerListParams)
 }
 
 const ledgerSpendSince = `-- name: LedgerSpendSince :many
-SELECT member_id, coalesce(sum(cost_micros), 0)::bigint AS spent
+SELECT member_id, least(coalesce(sum(
+        CASE WHEN cost_micros BETWEEN 0 AND $1::bigint THEN cost_micros
+             ELSE least(greatest(held_micros, 0), $2::bigint) END), 0),
+    $2::bigint)::bigint AS spent
 FROM ledger
-WHERE team_id = $1 AND created_at >= $2 AND status IN ('settled', 'uncertain')
+WHERE team_id = $3 AND created_at >= $4 AND status IN ('settled', 'uncertain', 'implausible')
 GROUP BY member_id
 `
 
 type LedgerSpendSinceParams struct {
-	TeamID int64
-	Since  time.Time
+	MaxRequestMicros int64
+	MaxSpent         int64
+	TeamID           int64
+	Since            time.Time
 }
 
 type LedgerSpendSinceRow struct {
@@ -87,10 +92,18 @@ type LedgerSpendSinceRow struct {
 }
 
 // Spend per member since a period start, for rebuilding admission counters:
-// settled and uncertain rows count their cost; rows still held are in flight and
-// are charged when they settle.
+// settled, uncertain and implausible rows count their cost; rows still held are in
+// flight and are charged when they settle. A cost outside 0..@max_request_micros
+// (no request costs that: a row written before usage was judged, or by hand) counts
+// the row's hold instead, and the sum saturates at @max_spent, so one absurd row
+// neither fails the rebuild (bigint out of range) nor spends the team's budget.
 func (q *Queries) LedgerSpendSince(ctx context.Context, db DBTX, arg LedgerSpendSinceParams) ([]LedgerSpendSinceRow, error) {
-	rows, err := db.Query(ctx, ledgerSpendSince, arg.TeamID, arg.Since)
+	rows, err := db.Query(ctx, ledgerSpendSince,
+		arg.MaxRequestMicros,
+		arg.MaxSpent,
+		arg.TeamID,
+		arg.Since,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,9 @@ func (s *SecurityEvents) Finished(o proxy.Outcome) {
 	if o.UpstreamError == "forbidden_address" {
 		s.report(o, "upstream_address_guard", "refused")
 	}
+	if o.LedgerStatus == proxy.LedgerImplausible {
+		s.report(o, "reported_usage", "implausible")
+	}
 }
 
 func (s *SecurityEvents) report(o proxy.Outcome, control, outcome string) {
@@ -65,6 +68,13 @@ func (s *SecurityEvents) report(o proxy.Outcome, control, outcome string) {
 	}
 	if o.CredentialFault != "" {
 		attrs = append(attrs, slog.String("credential_fault", o.CredentialFault))
+	}
+	if o.LedgerStatus == proxy.LedgerImplausible {
+		u := o.Usage
+		attrs = append(attrs, slog.String("model", o.Model), slog.Int("upstream_status", o.UpstreamStatus),
+			slog.Int64("input_tokens", u.InputTokens), slog.Int64("cache_write_tokens", u.CacheWriteTokens),
+			slog.Int64("cache_read_tokens", u.CacheReadTokens), slog.Int64("output_tokens", u.OutputTokens),
+			slog.Int64("held_micros", o.HeldMicros))
 	}
 	Security(ctxOf(o), s.log, control, outcome, attrs...)
 }

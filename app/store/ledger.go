@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app/db"
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/usage"
 )
 
 // WriteLedger upserts entries in one round trip. A row already final (settled,
-// uncertain, released) is never reverted by a late held entry, so batches may be
+// uncertain, implausible, released) is never reverted by a late held entry, so batches may be
 // written in any order and retried.
 func (s *Store) WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) error {
 	params := make([]db.LedgerUpsertParams, len(entries))
@@ -74,10 +75,13 @@ func (s *Store) Ledger(ctx context.Context, teamID int64, memberID *int64, since
 	return entries, nil
 }
 
-// SpendSince is each member's settled and uncertain spend since a period start,
-// in micro-dollars: what the admission counters are rebuilt from.
+// SpendSince is each member's settled, uncertain and implausible spend since a
+// period start, in micro-dollars: what the admission counters are rebuilt from. A
+// row whose cost is past proxy.MaxRequestMicros counts its hold, and each sum
+// saturates as proxy.AddSpend does.
 func (s *Store) SpendSince(ctx context.Context, teamID int64, since time.Time) (map[int64]int64, error) {
-	rows, err := s.q.LedgerSpendSince(ctx, s.pool, db.LedgerSpendSinceParams{TeamID: teamID, Since: since})
+	rows, err := s.q.LedgerSpendSince(ctx, s.pool, db.LedgerSpendSinceParams{TeamID: teamID, Since: since,
+		MaxRequestMicros: proxy.MaxRequestMicros, MaxSpent: limiter.MaxMoney})
 	if err != nil {
 		return nil, fmt.Errorf("store: spend since %s: %w", since, err)
 	}

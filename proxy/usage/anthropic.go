@@ -1,32 +1,29 @@
 package usage
 
-import "encoding/json"
-
 // anthropicWire is Anthropic's usage object. output_tokens_details.thinking_tokens is
-// read where present; Anthropic otherwise counts thinking inside output_tokens. Like
-// every wire struct here it is decoded by encoding/json, which matches keys without
-// regard to case; the provider writes these objects, so that admits nothing a member
-// controls.
+// read where present; Anthropic otherwise counts thinking inside output_tokens. The
+// input and cache counts are pointers because message_delta may leave them out (or
+// send null), and then the earlier count stands; output_tokens is always there.
 type anthropicWire struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreation            struct {
-		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+	InputTokens              *int64 `json:"input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral1hInputTokens *int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
 	OutputTokens        int64 `json:"output_tokens"`
-	OutputTokensDetails struct {
-		ThinkingTokens int64 `json:"thinking_tokens"`
+	OutputTokensDetails *struct {
+		ThinkingTokens *int64 `json:"thinking_tokens"`
 	} `json:"output_tokens_details"`
 }
 
 // anthropicUsage decodes a usage object; null, absent or malformed is no usage.
-func anthropicUsage(raw json.RawMessage) (Usage, bool) {
+func anthropicUsage(raw []byte) (Usage, bool) {
 	var w anthropicWire
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &w) != nil {
+	if len(raw) == 0 || raw[0] != '{' || unmarshal(raw, &w) != nil {
 		return Usage{}, false
 	}
-	return w.usage()
+	return w.over(Usage{}), true
 }
 
 // anthropicBody reads the usage of a whole JSON response in one decode; a body
@@ -35,29 +32,42 @@ func anthropicBody(body []byte) (Usage, bool) {
 	var v struct {
 		Usage *anthropicWire `json:"usage"`
 	}
-	if json.Unmarshal(body, &v) != nil || v.Usage == nil {
+	if unmarshal(body, &v) != nil || v.Usage == nil {
 		return Usage{}, false
 	}
-	return v.Usage.usage()
+	return v.Usage.over(Usage{}), true
 }
 
-func (w *anthropicWire) usage() (Usage, bool) {
-	u := Usage{
-		InputTokens:        w.InputTokens,
-		CacheWriteTokens:   w.CacheCreationInputTokens,
-		CacheWrite1hTokens: w.CacheCreation.Ephemeral1hInputTokens,
-		CacheReadTokens:    w.CacheReadInputTokens,
-		OutputTokens:       w.OutputTokens,
-		ReasoningTokens:    w.OutputTokensDetails.ThinkingTokens,
+// over is prev with the counts w carries: output_tokens always (it is cumulative and
+// required, so a final 0 means no output), every other count where w has it, as the
+// SDKs accumulate a stream.
+func (w *anthropicWire) over(prev Usage) Usage {
+	u := prev
+	u.OutputTokens = w.OutputTokens
+	set(&u.InputTokens, w.InputTokens)
+	set(&u.CacheWriteTokens, w.CacheCreationInputTokens)
+	set(&u.CacheReadTokens, w.CacheReadInputTokens)
+	if w.CacheCreation != nil {
+		set(&u.CacheWrite1hTokens, w.CacheCreation.Ephemeral1hInputTokens)
 	}
-	return u, u.valid()
+	if w.OutputTokensDetails != nil {
+		set(&u.ReasoningTokens, w.OutputTokensDetails.ThinkingTokens)
+	}
+	return u
+}
+
+func set(dst *int64, v *int64) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // anthropicEvent reads the Messages stream: message_start has the input and cache
 // counts and the output so far, message_delta the cumulative output (newer API versions
 // repeat the input and cache counts there, and server tools can raise them, so each
-// non-zero count in it replaces the earlier one). The count is final only once
-// message_delta follows message_start: a message_delta alone lacks the input counts.
+// count it carries replaces the earlier one, as in the SDKs' accumulators). The count
+// is final only once message_delta follows message_start: a message_delta alone lacks
+// the input counts.
 func anthropicEvent(r *result, name, data []byte, truncated bool) {
 	if truncated {
 		return // usage and error events are small; an event this big is content
@@ -70,23 +80,19 @@ func anthropicEvent(r *result, name, data []byte, truncated bool) {
 				Usage *anthropicWire `json:"usage"`
 			} `json:"message"`
 		}
-		if json.Unmarshal(data, &ev) != nil || ev.Message.Usage == nil {
+		if unmarshal(data, &ev) != nil || ev.Message.Usage == nil {
 			return
 		}
-		if u, ok := ev.Message.Usage.usage(); ok {
-			r.usage, r.seen, r.started = u, true, true
-		}
+		r.usage, r.seen, r.started = ev.Message.Usage.over(Usage{}), true, true
 	case "message_delta":
 		var ev struct {
 			Usage *anthropicWire `json:"usage"`
 		}
-		if json.Unmarshal(data, &ev) != nil || ev.Usage == nil {
+		if unmarshal(data, &ev) != nil || ev.Usage == nil {
 			return
 		}
-		if u, ok := ev.Usage.usage(); ok {
-			r.usage = latest(r.usage, u)
-			r.seen, r.final = true, r.started
-		}
+		r.usage = ev.Usage.over(r.usage)
+		r.seen, r.final = true, r.started
 	case "error":
 		r.streamErr = errorName(data)
 	}
@@ -99,22 +105,4 @@ func anthropicKeeps(name []byte) bool {
 		return true
 	}
 	return false
-}
-
-// latest takes each non-zero count of next over the one in prev.
-func latest(prev, next Usage) Usage {
-	pick := func(a, b int64) int64 {
-		if b != 0 {
-			return b
-		}
-		return a
-	}
-	return Usage{
-		InputTokens:        pick(prev.InputTokens, next.InputTokens),
-		CacheWriteTokens:   pick(prev.CacheWriteTokens, next.CacheWriteTokens),
-		CacheWrite1hTokens: pick(prev.CacheWrite1hTokens, next.CacheWrite1hTokens),
-		CacheReadTokens:    pick(prev.CacheReadTokens, next.CacheReadTokens),
-		OutputTokens:       pick(prev.OutputTokens, next.OutputTokens),
-		ReasoningTokens:    pick(prev.ReasoningTokens, next.ReasoningTokens),
-	}
 }

@@ -2,7 +2,8 @@ package usage
 
 import (
 	"bytes"
-	"encoding/json"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // openAIWire is OpenAI's usage object in both namings: chat, legacy completions and
@@ -29,12 +30,12 @@ type thinkingWire struct {
 
 // openAIUsage decodes a usage object; null, absent or malformed is no usage. OpenAI
 // counts cached tokens inside the input, so they are taken out of InputTokens.
-func openAIUsage(raw json.RawMessage) (Usage, bool) {
+func openAIUsage(raw []byte) (Usage, bool) {
 	var w openAIWire
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &w) != nil {
+	if len(raw) == 0 || raw[0] != '{' || unmarshal(raw, &w) != nil {
 		return Usage{}, false
 	}
-	return w.usage()
+	return w.usage(), true
 }
 
 // openAIBody reads the usage of a whole JSON response in one decode; a body or
@@ -43,24 +44,39 @@ func openAIBody(body []byte) (Usage, bool) {
 	var v struct {
 		Usage *openAIWire `json:"usage"`
 	}
-	if json.Unmarshal(body, &v) != nil || v.Usage == nil {
+	if unmarshal(body, &v) != nil || v.Usage == nil {
 		return Usage{}, false
 	}
-	return v.Usage.usage()
+	return v.Usage.usage(), true
 }
 
-func (w *openAIWire) usage() (Usage, bool) {
-	cached := max(w.PromptTokensDetails.CachedTokens, w.InputTokensDetails.CachedTokens)
+func (w *openAIWire) usage() Usage {
+	prompt := either(w.PromptTokens, w.InputTokens)
+	cached := either(w.PromptTokensDetails.CachedTokens, w.InputTokensDetails.CachedTokens)
 	u := Usage{
-		InputTokens:     max(w.PromptTokens, w.InputTokens) - cached,
+		InputTokens:     prompt - cached,
 		CacheReadTokens: cached,
-		OutputTokens:    max(w.CompletionTokens, w.OutputTokens),
-		ReasoningTokens: max(w.CompletionTokensDetails.ReasoningTokens, w.OutputTokensDetails.ReasoningTokens),
+		OutputTokens:    either(w.CompletionTokens, w.OutputTokens),
+		ReasoningTokens: either(w.CompletionTokensDetails.ReasoningTokens, w.OutputTokensDetails.ReasoningTokens),
 	}
 	// More cached than input is the provider's inconsistency; charging the cached
 	// tokens and no negative input keeps the cost from dropping below either count.
-	u.InputTokens = max(u.InputTokens, 0)
-	return u, u.valid()
+	// A negative count itself is kept, for the gateway to judge.
+	if prompt >= 0 && cached >= 0 {
+		u.InputTokens = max(u.InputTokens, 0)
+	} else {
+		u.InputTokens = min(prompt, cached)
+	}
+	return u
+}
+
+// either is the larger of a count's two namings, or the negative one: a negative
+// count must reach the plausibility check, not hide behind a 0 in the other name.
+func either(a, b int64) int64 {
+	if a < 0 || b < 0 {
+		return min(a, b)
+	}
+	return max(a, b)
 }
 
 // chatEvent reads a chat (or legacy completions) stream: usage is in the chunk whose
@@ -79,10 +95,10 @@ func chatEvent(r *result, name, data []byte, truncated bool) {
 		return
 	}
 	var ev struct {
-		Usage json.RawMessage `json:"usage"`
-		Error json.RawMessage `json:"error"`
+		Usage jsontext.Value `json:"usage"`
+		Error jsontext.Value `json:"error"`
 	}
-	if json.Unmarshal(data, &ev) != nil {
+	if unmarshal(data, &ev) != nil {
 		return
 	}
 	if u, ok := openAIUsage(ev.Usage); ok {
@@ -100,17 +116,17 @@ func chatEvent(r *result, name, data []byte, truncated bool) {
 func responsesEvent(r *result, name, data []byte, truncated bool) {
 	switch string(name) {
 	case "response.completed", "response.incomplete", "response.failed":
-		var raw json.RawMessage
+		var raw jsontext.Value
 		if truncated {
 			raw = usageInTail(data, 2)
 		} else {
 			var ev struct {
 				Response struct {
-					Usage json.RawMessage `json:"usage"`
-					Error json.RawMessage `json:"error"`
+					Usage jsontext.Value `json:"usage"`
+					Error jsontext.Value `json:"error"`
 				} `json:"response"`
 			}
-			if json.Unmarshal(data, &ev) != nil {
+			if unmarshal(data, &ev) != nil {
 				return
 			}
 			raw = ev.Response.Usage

@@ -1,7 +1,6 @@
 package usage
 
 import (
-	"encoding/json"
 	"io"
 	"mime"
 	"sync"
@@ -24,8 +23,8 @@ type Tap struct {
 	done       bool
 	sse        sseParser
 	json       bounded
-	decode     func(json.RawMessage) (Usage, bool) // a usage object (found in the tail of a long body)
-	decodeBody func([]byte) (Usage, bool)          // a whole JSON body's usage, in one decode
+	decode     func([]byte) (Usage, bool) // a usage object (found in the tail of a long body)
+	decodeBody func([]byte) (Usage, bool) // a whole JSON body's usage, in one decode
 	res        result
 	relay      relay // when on, what Read returns is the stream less one event
 }

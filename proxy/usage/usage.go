@@ -9,6 +9,9 @@ package usage
 import (
 	"net/http"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Usage is token usage normalised across providers, so that a request's cost is the sum
@@ -22,6 +25,10 @@ import (
 //   - OutputTokens: all output, reasoning included.
 //
 // ReasoningTokens is an informational subset of OutputTokens and is not priced apart.
+//
+// A Usage is what the provider said, not what is true: counts are kept as reported,
+// negative or absurd ones included, and the gateway judges them against the request
+// before charging them.
 type Usage struct {
 	InputTokens        int64
 	CacheWriteTokens   int64
@@ -31,12 +38,12 @@ type Usage struct {
 	ReasoningTokens    int64
 }
 
-// valid refuses counts no provider reports, so a malformed object never settles a
-// request below its hold.
-func (u Usage) valid() bool {
-	return u.InputTokens >= 0 && u.CacheWriteTokens >= 0 && u.CacheReadTokens >= 0 &&
-		u.OutputTokens >= 0 && u.ReasoningTokens >= 0 &&
-		u.CacheWrite1hTokens >= 0 && u.CacheWrite1hTokens <= u.CacheWriteTokens
+// unmarshal decodes a provider's JSON as its SDKs read it: member names match
+// exactly, where encoding/json would also take "Usage" for "usage" and keep whichever
+// came last; a name given twice in one object is refused as ambiguous (the request
+// keeps its hold); invalid UTF-8 inside content does not cost the usage.
+func unmarshal(data []byte, v any) error {
+	return json.Unmarshal(data, v, jsontext.AllowInvalidUTF8(true))
 }
 
 // Kind is the provider endpoint a response comes from; it decides where usage is.
