@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,16 @@ func hostileUpstream(t *testing.T) *httptest.Server {
 			h.Set("Content-Type", "application/json")
 			io.WriteString(w, chatAnswer)
 			h.Set("Set-Cookie", "tollgate=from-a-trailer; Path=/")
+		case "early-hints":
+			// Informational answers carry headers ReverseProxy would copy to the
+			// caller before the real answer, past every scrub.
+			h.Set("Set-Cookie", "tollgate=from-early-hints; Path=/")
+			h.Set("X-Echo-Raw", key)
+			w.WriteHeader(http.StatusEarlyHints)
+			h.Del("Set-Cookie")
+			h.Del("X-Echo-Raw")
+			h.Set("Content-Type", "application/json")
+			io.WriteString(w, chatAnswer)
 		case "big-header":
 			h.Set("X-Big", strings.Repeat("b", 1<<20))
 			h.Set("Content-Type", "application/json")
@@ -159,6 +171,26 @@ func TestHostileUpstreamResponses(t *testing.T) {
 		}
 		if len(resp.Cookies()) > 0 {
 			t.Errorf("cookies reached the caller: %v", resp.Cookies())
+		}
+	})
+
+	t.Run("1xx headers", func(t *testing.T) {
+		var informational []http.Header
+		req := hostileRequest(t, f, "/hostile", "early-hints", chatBody)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
+				informational = append(informational, http.Header(h))
+				return nil
+			}}))
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the answer itself should pass: %d", resp.StatusCode)
+		}
+		if len(informational) > 0 {
+			t.Errorf("an upstream 1xx reached the caller with its headers: %v", informational)
 		}
 	})
 

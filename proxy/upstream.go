@@ -358,12 +358,11 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := out
-	if retryable {
-		// Without ReverseProxy's 1xx forwarding: an attempt that is retried must
-		// not have sent the caller anything, not even early hints.
-		req = out.WithContext(t.ctx)
-	}
+	// Without ReverseProxy's 1xx forwarding: an informational answer's headers
+	// would reach the caller before modifyResponse could scrub them (cookies, an
+	// echoed credential), and an attempt that is retried must not have sent the
+	// caller anything.
+	req := out.WithContext(t.ctx)
 	var tried uint32
 	for n := 1; ; n++ {
 		tried |= 1 << i
