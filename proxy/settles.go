@@ -48,6 +48,9 @@ type memberSettles struct {
 }
 
 type settleJob struct {
+	// ctx is the request's, without its cancellation: it carries the request's
+	// trace to the settle's span.
+	ctx     context.Context
 	s       limiter.Settlement
 	attempt int // retries so far
 }
@@ -83,11 +86,11 @@ func (q *settles) add(ctx context.Context, s limiter.Settlement) {
 	m.n++
 	q.mu.Unlock()
 	select {
-	case q.queue <- settleJob{s: s}:
+	case q.queue <- settleJob{ctx: ctx, s: s}:
 		q.spawn()
 	default:
 		q.inline.Add(1)
-		q.settle(ctx, []settleJob{{s: s}})
+		q.settle([]settleJob{{ctx: ctx, s: s}})
 	}
 }
 
@@ -117,7 +120,7 @@ func (q *settles) work() {
 					break drain
 				}
 			}
-			q.settle(context.Background(), batch)
+			q.settle(batch)
 			idle.Reset(settleWorkerIdle)
 		case <-idle.C:
 			q.workers.Add(-1)
@@ -131,18 +134,18 @@ func (q *settles) work() {
 }
 
 // settle runs one batch and schedules a retry for each settle that failed.
-func (q *settles) settle(ctx context.Context, batch []settleJob) {
+func (q *settles) settle(batch []settleJob) {
 	var errs []error
 	if len(batch) == 1 {
 		// One call keeps the settle's span a child of its request's trace.
-		_, err := q.lim.Settle(ctx, batch[0].s)
+		_, err := q.lim.Settle(batch[0].ctx, batch[0].s)
 		errs = []error{err}
 	} else {
 		ss := make([]limiter.Settlement, len(batch))
 		for i, j := range batch {
 			ss[i] = j.s
 		}
-		errs = q.lim.SettleAll(ctx, ss)
+		errs = q.lim.SettleAll(context.Background(), ss)
 	}
 	for i, err := range errs {
 		j := batch[i]
@@ -152,7 +155,7 @@ func (q *settles) settle(ctx context.Context, batch []settleJob) {
 		}
 		if j.attempt == len(q.backoff) {
 			q.abandoned.Add(1)
-			q.log.LogAttrs(ctx, slog.LevelError, SettleFailedMsg, slog.String("request_id", j.s.RequestID),
+			q.log.LogAttrs(j.ctx, slog.LevelError, SettleFailedMsg, slog.String("request_id", j.s.RequestID),
 				slog.Int("attempts", j.attempt+1), slog.Any("err", err))
 			q.done(j)
 			continue
@@ -206,7 +209,7 @@ func (q *settles) requeue(j settleJob) {
 	case q.queue <- j:
 		q.spawn()
 	default:
-		q.settle(context.Background(), []settleJob{j})
+		q.settle([]settleJob{j})
 	}
 }
 
