@@ -32,8 +32,9 @@ type settles struct {
 	workers atomic.Int32
 	pending sync.WaitGroup // jobs queued, being settled or waiting to retry
 
-	// byMember counts each member's settles not yet done, so that the member's
-	// next paid admission on this replica can wait for them (waitMember).
+	// byMember counts the settles of each member with some not yet done, so
+	// that the member's next paid admission on this replica can wait for them
+	// (waitMember).
 	mu       sync.Mutex
 	byMember map[memberRef]*memberSettles
 
@@ -42,9 +43,11 @@ type settles struct {
 
 type memberRef struct{ team, member string }
 
+// memberSettles counts one member's settles: added and done so far, and a
+// channel closed (and replaced) each time one is done.
 type memberSettles struct {
-	n    int
-	idle chan struct{} // closed when n drops to 0
+	added, done int
+	progress    chan struct{}
 }
 
 type settleJob struct {
@@ -80,10 +83,10 @@ func (q *settles) add(ctx context.Context, s limiter.Settlement) {
 	q.mu.Lock()
 	m := q.byMember[ref]
 	if m == nil {
-		m = &memberSettles{idle: make(chan struct{})}
+		m = &memberSettles{progress: make(chan struct{})}
 		q.byMember[ref] = m
 	}
-	m.n++
+	m.added++
 	q.mu.Unlock()
 	select {
 	case q.queue <- settleJob{ctx: ctx, s: s}:
@@ -171,8 +174,10 @@ func (q *settles) done(j settleJob) {
 	ref := memberRef{j.s.Team, j.s.Member}
 	q.mu.Lock()
 	if m := q.byMember[ref]; m != nil {
-		if m.n--; m.n == 0 {
-			close(m.idle)
+		m.done++
+		close(m.progress)
+		m.progress = make(chan struct{})
+		if m.done == m.added {
 			delete(q.byMember, ref)
 		}
 	}
@@ -180,25 +185,41 @@ func (q *settles) done(j settleJob) {
 	q.pending.Done()
 }
 
-// waitMember waits, at most max, until the member's settles queued on this
-// replica are done. A paid admission calls it first, so that a member sending
-// one request after another is admitted against what the last one really
-// cost, not its hold: that keeps the overspend bound at one request's
-// under-estimate for a member calling one at a time. Settles still failing
-// past max keep their holds, which the admission counts.
+// waitMember waits, at most max, until as many of the member's settles are
+// done on this replica as had been queued when it was called. A paid
+// admission calls it first, so that a member sending one request after another
+// is admitted against what the last one really cost, not its hold: that keeps
+// the overspend bound at one request's under-estimate for a member calling one
+// at a time. It never waits for settles queued after it (a member with many
+// requests in flight would wait for ever), and settles still failing past max
+// keep their holds, which the admission counts.
 func (q *settles) waitMember(ctx context.Context, team, member string, max time.Duration) {
+	ref := memberRef{team, member}
 	q.mu.Lock()
-	m := q.byMember[memberRef{team, member}]
-	q.mu.Unlock()
+	m := q.byMember[ref]
 	if m == nil {
+		q.mu.Unlock()
 		return
 	}
+	target := m.added
+	q.mu.Unlock()
 	t := time.NewTimer(max)
 	defer t.Stop()
-	select {
-	case <-m.idle:
-	case <-t.C:
-	case <-ctx.Done():
+	for {
+		q.mu.Lock()
+		if q.byMember[ref] != m || m.done >= target {
+			q.mu.Unlock()
+			return
+		}
+		progress := m.progress
+		q.mu.Unlock()
+		select {
+		case <-progress:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

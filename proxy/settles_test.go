@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -209,5 +210,60 @@ func assertCharged(t *testing.T, p *paidGateway, want int64) {
 	freshLeft, _ := strconv.ParseInt(fh.Get("X-Budget-Remaining-Micros"), 10, 64)
 	if spent := freshLeft - left; spent != want {
 		t.Fatalf("spent %d, want %d (the real cost, not the hold of %d)", spent, want, p.budget-freshLeft)
+	}
+}
+
+// stepLimiter holds each settle back until its request id's channel is closed.
+type stepLimiter struct {
+	limiter.Limiter
+	release map[string]chan struct{}
+}
+
+func (l stepLimiter) Settle(ctx context.Context, s limiter.Settlement) (limiter.SettleResult, error) {
+	<-l.release[s.RequestID]
+	return l.Limiter.Settle(ctx, s)
+}
+
+// TestWaitMemberWaitsForEarlierSettlesOnly: a member's admission waits for the
+// settles queued before it, and not for one queued after it (a member with
+// requests in flight all the time would otherwise wait for ever).
+func TestWaitMemberWaitsForEarlierSettlesOnly(t *testing.T) {
+	t.Parallel()
+	lim := stepLimiter{Limiter: limiter.NewLocal(nil), release: map[string]chan struct{}{"first": make(chan struct{}), "second": make(chan struct{})}}
+	q := newSettles(lim, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	q.add(ctx, limiter.Settlement{Team: "1", Member: "7", RequestID: "first"})
+	time.Sleep(50 * time.Millisecond) // a worker takes it alone
+	waited := make(chan time.Duration)
+	go func() {
+		start := time.Now()
+		q.waitMember(ctx, "1", "7", 10*time.Second)
+		waited <- time.Since(start)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	q.add(ctx, limiter.Settlement{Team: "1", Member: "7", RequestID: "second"})
+	select {
+	case <-waited:
+		t.Fatal("returned before the earlier settle was done")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(lim.release["first"])
+	select {
+	case d := <-waited:
+		if d > 5*time.Second {
+			t.Fatalf("waited %s", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting once the earlier settle was done: it waited for the later one too")
+	}
+	close(lim.release["second"])
+	if err := q.drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing queued: no wait at all.
+	start := time.Now()
+	q.waitMember(ctx, "1", "7", 10*time.Second)
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("waited %s with nothing queued", d)
 	}
 }
