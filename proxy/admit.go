@@ -11,9 +11,6 @@ import (
 	"github.com/tollgate/tollgate/limiter"
 )
 
-// admit runs the one admission call for a request (rebuilding the team's
-// counters first if Redis lost them) and writes its rate-limit and budget
-// headers. On refusal it answers the caller and returns false.
 // AdmissionFailedMsg and SettleFailedMsg are the messages of the error lines for
 // a limiter call that failed. A Redis outage repeats them for every request, so
 // the app folds their bursts (observe.DefaultFold).
@@ -27,6 +24,9 @@ const (
 // admissions over 100 ms for a member with many streams at 1000 req/s.
 const memberSettleWait = 25 * time.Millisecond
 
+// admit runs the one admission call for a request (rebuilding the team's
+// counters first if Redis lost them) and writes its rate-limit and budget
+// headers. On refusal it answers the caller and returns false.
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, member Member, team Team, t *target) (limiter.Decision, bool) {
 	req := limiter.Request{
 		Team:         t.team(),
