@@ -9,20 +9,21 @@
 -- refused must still get its abandoned holds back.
 --
 -- The script is written flat for speed: it runs on every request, and what it costs
--- is redis.call round trips inside Redis (about a microsecond each), Lua closures,
--- tables and string formatting. So only the limits that apply are sent (a spec
--- string, see redis.go), every string key is read by one MGET, each check runs inline
--- in one loop over the spec, and the only tables are Redis's replies, the list of
--- pending writes and the reply.
+-- inside Redis is mostly redis.call (each one converts its arguments and reply) and
+-- the C functions Lua calls (string.format alone costs as much as a small command).
+-- So the team's state is one hash, read by one HMGET whose fields the caller names in
+-- ARGV and written by one HSET; every number is a little-endian double (struct.pack),
+-- never decimal text; only the limits that apply are sent (a spec string, see
+-- redis.go); each check runs inline in one loop over the spec; and the reply is one
+-- packed string.
 --
 -- Lua 5.1 numbers are doubles, exact only for integers below 2^53. Every value here is
--- such an integer, and integers above 10^14 reach Redis through format('%d') rather
--- than Lua's lossy %.14g conversion. Division is exact too: for integers with a + b <
--- 2^53, the correctly rounded a / b cannot reach the next integer, so floor(a / b) is
--- the integer quotient; Policy.Validate bounds every dividend here accordingly.
+-- such an integer. Division is exact too: for integers with a + b < 2^53, the
+-- correctly rounded a / b cannot reach the next integer, so floor(a / b) is the
+-- integer quotient; Policy.Validate bounds every dividend here accordingly.
 
-local call, min, byte, sub, format, match, unpack, pack, unpackd =
-  redis.call, math.min, string.byte, string.sub, string.format, string.match, unpack, struct.pack, struct.unpack
+local call, min, byte, sub, format, unpack, pack, unpackd =
+  redis.call, math.min, string.byte, string.sub, string.format, unpack, struct.pack, struct.unpack
 
 -- Constants shared with Go (limiter.go, redis.go): ttlSlack, concurrencyRetryCap,
 -- sweepBatch, tokenUnit, SettledWindow.
@@ -40,28 +41,22 @@ if not now then
   local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 end
-local member, rid, spec = ARGV[2], ARGV[3], ARGV[4]
+local member, rid, spec, meta = ARGV[2], ARGV[3], ARGV[4], ARGV[6]
 local ledger = byte(spec, 1) == 36 -- '$'
--- Every number comes packed as little-endian doubles in ARGV[5]: one struct.unpack
--- instead of a tonumber per argument.
 local num = { unpackd(sub('<dddddddddddddddddddddddd', 1, 1 + #ARGV[5] / 8), ARGV[5]) }
 local lease = num[1]
+local H = KEYS[1]
 
--- One MGET reads every string key: the revoked and cut-off flags, the marker (ledger
--- only), then the rate and TPM buckets in spec order.
-local nstr = num[2]
-local str = call('MGET', unpack(KEYS, 1, nstr))
-if str[1] then
-  return { 0, REVOKED, MEMBER, 0, 0, 0, 0 }
+-- One HMGET reads every field of the team hash this request needs; v[i] is the field
+-- named by ARGV[6 + i]: the key's revoked flag, the member's cut-off flag, then (ledger
+-- only) epoch, sweep bound, this request's hold, the member's and the team's held
+-- sums, then each scope's state, TPM and spend fields in spec order.
+local v = call('HMGET', H, unpack(ARGV, 7))
+if v[1] then
+  return pack('<ddddddd', 0, REVOKED, MEMBER, 0, 0, 0, 0)
 end
-if str[2] then
-  return { 0, CUT_OFF, MEMBER, 0, 0, 0, 0 }
-end
-
--- ttl is the PEXPIRE (ms) for state that reads as empty after us microseconds, so an
--- idle member's keys disappear; the slack keeps a key until it is surely empty.
-local function ttl(us)
-  return floor((us + SLACK + 999) / 1000)
+if v[2] then
+  return pack('<ddddddd', 0, CUT_OFF, MEMBER, 0, 0, 0, 0)
 end
 
 -- The verdict so far: the worst refusal (w: rank, wait, reason, scope, limit,
@@ -77,129 +72,164 @@ local function consider(rank, wait, reason, scope, limit, rem, reset, retry, lar
   end
 end
 
--- Phase 1: gather state and run every check; nothing is written but the sweep.
-local si, ki, ai = 3, nstr + 1, 3
-local hold, need, meta, epoch, expired, holds_deadline
-local k_holds, k_leases, k_settled, k_spend
-local held_m, held_t = 0, 0
-if ledger then
-  epoch = tonumber(str[3])
-  if not epoch or epoch == 0 then
-    return { 0, REBUILD, 0, 0, 0, 0, 0 }
-  end
-  si = 4
-  hold, need, meta = num[3], num[4], ARGV[6]
-  ai = 5
-  local n = #KEYS
-  k_holds, k_leases, k_settled, k_spend = KEYS[n - 5], KEYS[n - 4], KEYS[n - 3], n - 3
-  local h = call('HMGET', k_holds, 'hm:' .. member, 'ht', 'r:' .. rid, 'd')
-  if h[3] then
-    return redis.error_reply('HOLDEXISTS request id ' .. rid .. ' already holds a reservation')
-  end
-  held_m, held_t = tonumber(h[1]) or 0, tonumber(h[2]) or 0
-  -- d is how far the TTL of holds and leases runs (see the commit); neither key ever
-  -- empties (the held sums stay in holds, a sentinel "" at +inf in leases), so the
-  -- TTL is extended only when d runs short.
-  holds_deadline = tonumber(h[4]) or 0
-
-  local nows = format('%d', now)
-  -- Sweep expired holds, oldest first: charge each in full to its period (if that is
-  -- still the current one), take it off the held sums, remember it as settled, and
-  -- report it. Its tokens stay spent.
-  local ids = call('ZRANGEBYSCORE', k_leases, '-inf', nows, 'LIMIT', 0, SWEEP)
+-- sweep charges up to SWEEP holds whose lease ended by now, oldest first: each is
+-- charged in full to its period (if that is still the one its counter counts), taken
+-- off the held sums, remembered as settled, and returned as (id, hold, tokens, meta)
+-- quadruples. Its tokens stay spent. It also returns the earliest lease left.
+local function sweep(L, S)
+  local ids = call('ZRANGEBYSCORE', L, '-inf', now, 'LIMIT', 0, SWEEP)
+  local expired = {}
   if #ids > 0 then
     local fields = {}
     for i = 1, #ids do
       fields[i] = 'r:' .. ids[i]
     end
-    local recs = call('HMGET', k_holds, unpack(fields))
-    local held, charges, done = {}, { {}, {}, {} }, {}
-    expired = {}
+    local recs = call('HMGET', H, unpack(fields))
+    -- The changes, in order, as (field, amount, period) triples: a held sum takes
+    -- the hold off (period false), a spend field is charged it for its period.
+    local changes, names, seen = {}, {}, {}
+    local function change(field, a, p)
+      changes[#changes + 1], changes[#changes + 2], changes[#changes + 3] = field, a, p
+      if not seen[field] then
+        seen[field], names[#names + 1] = #names + 1, field
+      end
+    end
     for i = 1, #ids do
       local rec = recs[i]
       if rec then
-        local a, k, mk, mp, tk, tp, _, _, ml, pos =
-          match(rec, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) ()')
-        a, mk, tk, ml = tonumber(a), tonumber(mk), tonumber(tk), tonumber(ml)
-        local who = sub(rec, pos, pos + ml - 1)
-        if mk > 0 then
-          held['hm:' .. who] = (held['hm:' .. who] or 0) + a
-          local c = charges[mk]
-          c[#c + 1] = tonumber(mp)
-          c[#c + 1] = 'm:' .. who
-          c[#c + 1] = a
+        local a, k, mk, mp, tk, tp, _, _, _, ml = unpackd('<dddddddddd', rec)
+        local who = sub(rec, 81, 80 + ml)
+        if a > 0 and mk > 0 then
+          change('h:' .. who, -a, false)
+          change(sub('odm', mk, mk) .. ':' .. who, a, mp)
         end
-        if tk > 0 then
-          held.ht = (held.ht or 0) + a
-          local c = charges[tk]
-          c[#c + 1] = tonumber(tp)
-          c[#c + 1] = 't'
-          c[#c + 1] = a
+        if a > 0 and tk > 0 then
+          change('h', -a, false)
+          change(sub('odm', tk, tk), a, tp)
         end
         local e = #expired
-        expired[e + 1], expired[e + 2], expired[e + 3], expired[e + 4] = ids[i], a, tonumber(k), sub(rec, pos + ml)
-        done[#done + 1] = nows
-        done[#done + 1] = ids[i]
+        expired[e + 1], expired[e + 2], expired[e + 3], expired[e + 4] = ids[i], a, k, sub(rec, 81 + ml)
       end
     end
-    call('HDEL', k_holds, unpack(fields))
-    call('ZREM', k_leases, unpack(ids))
-    for field, a in pairs(held) do
-      if a > 0 then
-        call('HINCRBY', k_holds, field, format('%d', -a))
+    local set = {}
+    if #names > 0 then
+      local cur = call('HMGET', H, unpack(names))
+      -- Each field's value as it goes: a held sum, or a spend field's period and
+      -- spent. A charge counts on a field on its period or an earlier one (which then
+      -- starts the hold's period from zero); on a field already on a later period it
+      -- is the ledger's history.
+      local held, fp, spent = {}, {}, {}
+      for i = 1, #names do
+        local c = cur[i]
+        held[i], fp[i], spent[i] = 0, -1, 0
+        if c and #c == 8 then
+          held[i] = unpackd('<d', c)
+        elseif c then
+          fp[i], spent[i] = unpackd('<dd', c)
+        end
+      end
+      for j = 1, #changes, 3 do
+        local i, a, p = seen[changes[j]], changes[j + 1], changes[j + 2]
+        if not p then
+          held[i] = held[i] + a
+        elseif fp[i] < p then
+          fp[i], spent[i] = p, a
+        elseif fp[i] == p then
+          spent[i] = spent[i] + a
+        end
+      end
+      for i = 1, #names do
+        set[#set + 1] = names[i]
+        if fp[i] >= 0 then
+          set[#set + 1] = pack('<dd', fp[i], spent[i])
+        else
+          set[#set + 1] = pack('<d', held[i])
+        end
       end
     end
-    held_m = held_m - (held['hm:' .. member] or 0)
-    held_t = held_t - (held.ht or 0)
-    for kind = 1, 3 do
-      local c = charges[kind]
-      if #c > 0 then
-        local key = KEYS[k_spend + kind]
-        local cur = 0
-        if kind > 1 then
-          cur = tonumber(call('HGET', key, 'p'))
-        end
-        local sum = {}
-        for j = 1, #c, 3 do
-          if c[j] == cur then
-            sum[c[j + 1]] = (sum[c[j + 1]] or 0) + c[j + 2]
-          end
-        end
-        for field, a in pairs(sum) do
-          if a > 0 then
-            call('HINCRBY', key, field, format('%d', a))
-          end
-        end
-      end
+    call('HDEL', H, unpack(fields))
+    call('ZREM', L, unpack(ids))
+    if #set > 0 then
+      call('HSET', H, unpack(set))
+    end
+    local done = {}
+    for i = 1, #expired, 4 do
+      done[#done + 1], done[#done + 2] = now, expired[i]
     end
     if #done > 0 then
-      call('ZADD', k_settled, unpack(done))
-      -- Extend the TTL, never shorten it: GT fails on a new key, which NX then sets.
-      if call('PEXPIRE', k_settled, ttl(SETTLED_WINDOW), 'GT') == 0 then
-        call('PEXPIRE', k_settled, ttl(SETTLED_WINDOW), 'NX')
-      end
+      call('ZADD', S, unpack(done))
+      call('PEXPIRE', S, floor((SETTLED_WINDOW + SLACK + 999) / 1000))
     end
   end
+  local first = call('ZRANGE', L, 0, 0, 'WITHSCORES')
+  local earliest = INF
+  if first[2] then
+    earliest = tonumber(first[2])
+  end
+  return expired, earliest
 end
 
--- pending is the list of writes to commit, five values each: what, key, a, b, c.
--- states are the scopes' state strings, written last.
-local pending, np, states = {}, 0, {}
--- st is the current scope's state string: { key, tokens, ts, period, conc deadline,
--- conc bound, write?, bucket reset }. One string per scope, read by the one MGET,
--- holds its rate bucket (tokens, ts, period; period 0: none) and two facts about its
--- concurrency set: the deadline its TTL runs to, so the TTL is extended only when it
--- runs short, and an upper bound on its size (entries added since it was last
--- counted; settles do not lower it), so the set is counted only when the bound
--- reaches the cap. The string never expires before the set does (same clock, TTL at
--- least as long), so the bound is never lost while the set lives.
-local st
-local b_before, b_scope, b_next -- the tightest budget: least remaining before this hold
-local bud_m, bud_t, tpm_m, tpm_t = 0, 0, 0, 0 -- budget kinds and TPM rates reserved from
-local spend -- kind → { current index, next start, member's spent, team's spent, stored index }
+-- Phase 1: gather state and run every check; nothing is written but the sweep.
+local fi, ki, ai = 3, 2, 2
+local hold, need, epoch, expired, bound, old_bound
+local held_m, held_t = 0, 0
 if ledger then
-  spend = {}
+  local e = v[3]
+  if not e then
+    return pack('<ddddddd', 0, REBUILD, 0, 0, 0, 0, 0)
+  end
+  epoch = unpackd('<d', e)
+  if v[5] then
+    return redis.error_reply('HOLDEXISTS request id ' .. rid .. ' already holds a reservation')
+  end
+  hold, need = num[2], num[3]
+  ai = 4
+  -- The sweep bound is at most the earliest lease among the team's holds, so until
+  -- it passes there is nothing to sweep and the leases set is not even read.
+  bound = 0
+  if v[4] then
+    bound = unpackd('<d', v[4])
+  end
+  old_bound = bound
+  if now >= bound then
+    expired, bound = sweep(KEYS[#KEYS - 1], KEYS[#KEYS])
+    if #expired > 0 then
+      -- Read again what the sweep changed.
+      v = call('HMGET', H, unpack(ARGV, 7))
+    else
+      expired = nil
+    end
+  end
+  if v[6] then
+    held_m = unpackd('<d', v[6])
+  end
+  if v[7] then
+    held_t = unpackd('<d', v[7])
+  end
+  fi = 8
 end
+
+-- ttl is the PEXPIRE (ms) for state that reads as empty after us microseconds, so an
+-- idle member's keys disappear; the slack keeps a key until it is surely empty.
+local function ttl(us)
+  return floor((us + SLACK + 999) / 1000)
+end
+
+-- pending is the list of ZSET writes to commit, five values each: what, key, a, b, c.
+-- set is the team hash's fields to write (field name, value) on commit.
+local pending, np, set = {}, 0, {}
+-- st is the current scope's state: { field index, tokens, ts, period, conc deadline,
+-- conc bound, write? , bucket reset }. One field per scope holds its rate bucket
+-- (tokens, ts, period; period 0: none) and two facts about its concurrency set: the
+-- deadline its TTL runs to, so the TTL is extended only when it runs short, and an
+-- upper bound on its size (entries added since it was last counted; settles do not
+-- lower it), so the set is counted only when the bound reaches the cap.
+local st
+local states = {}
+local b_before, b_scope, b_next -- the tightest budget: least remaining before this hold
+local bud_m, bud_t, tpm_m, tpm_t, slots = 0, 0, 0, 0, 0 -- budget kinds, TPM rates, conc slots
+local periods = { 0, 0, 0 } -- the current period index of each budget kind, once needed
+local nexts = { 0, 0, 0 }
 local scope = MEMBER
 local first = 1
 if ledger then
@@ -214,20 +244,20 @@ for i = first, #spec do
     op = op + 32
   end
   if not st and (op == 98 or op == 99) then
-    local v = str[si]
-    if v then
-      st = { KEYS[si], unpackd('<ddddd', v) }
+    local s = v[fi]
+    if s then
+      st = { fi, unpackd('<ddddd', s) }
     else
-      st = { KEYS[si], 0, 0, 0, 0, 0 }
+      st = { fi, 0, 0, 0, 0, 0 }
     end
     st[7], st[8] = false, 0
     states[#states + 1] = st
-    si = si + 1
+    fi = fi + 1
   end
   if op == 98 then
     -- 'b': token bucket in scaled units. One token is `period` units and the bucket
     -- refills `limit` units per microsecond, so refills are whole numbers with no
-    -- drift. State: tokens, ts and period in the scope's state string (period 0: none).
+    -- drift. State: tokens, ts and period in the scope's state field (period 0: none).
     local limit, period, burst = num[ai], num[ai + 1], num[ai + 2]
     local cap = burst * period
     local tokens, ts = cap, now
@@ -292,6 +322,7 @@ for i = first, #spec do
     else
       pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4], pending[np + 5] = 3, key, card, card - active, st
       np = np + 5
+      slots = slots + scope
     end
     ai, ki = ai + 1, ki + 1
   elseif op == 119 then
@@ -330,9 +361,9 @@ for i = first, #spec do
     local rate = num[ai]
     local cap = rate * UNIT
     local tokens, ts = cap, now
-    local st = str[si]
-    if st then
-      tokens, ts = unpackd('<dd', st)
+    local s = v[fi]
+    if s then
+      tokens, ts = unpackd('<dd', s)
       if tokens > cap then
         tokens = cap
       end
@@ -357,10 +388,7 @@ for i = first, #spec do
       consider(2, retry, TPM, scope, rate, rem, floor((cap - tokens + rate - 1) / rate), retry, 0)
     else
       if need > 0 then
-        local left = tokens - want
-        pending[np + 1], pending[np + 2], pending[np + 3], pending[np + 4] =
-          1, KEYS[si], pack('<ddd', left, ts, rate), ttl(floor((cap - left + rate - 1) / rate))
-        np = np + 5
+        set[#set + 1], set[#set + 2] = ARGV[6 + fi], pack('<ddd', tokens - want, ts, rate)
       end
       if scope == MEMBER then
         tpm_m = rate
@@ -368,10 +396,11 @@ for i = first, #spec do
         tpm_t = rate
       end
     end
-    ai, si = ai + 1, si + 1
+    ai, fi = ai + 1, fi + 1
   else
     -- 'o', 'd', 'm': a budget, total, daily or monthly: spent in the current period
-    -- + held + this hold must stay within the limit.
+    -- + held + this hold must stay within the limit. The spend field holds its
+    -- period and what was spent in it; a field on an earlier period counts zero.
     local kind = 1
     if op == 100 then
       kind = 2
@@ -379,58 +408,72 @@ for i = first, #spec do
       kind = 3
     end
     local limit = num[ai]
-    local s = spend[kind]
-    if not s then
-      local idx, nxt = period_at(kind, now)
-      local v = call('HMGET', KEYS[k_spend + kind], 'p', 'm:' .. member, 't')
-      local stored = tonumber(v[1]) or 0
-      s = { idx, nxt, 0, 0, stored }
-      if kind == 1 or (v[1] and stored == idx) then
-        s[3], s[4] = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+    if kind > 1 and periods[kind] == 0 then
+      periods[kind], nexts[kind] = period_at(kind, now)
+    end
+    local spent = 0
+    local s = v[fi]
+    if s then
+      local p, x = unpackd('<dd', s)
+      if p == periods[kind] then
+        spent = x
       end
-      spend[kind] = s
     end
     local before
     if scope == MEMBER then
-      before = limit - s[3] - held_m
+      before = limit - spent - held_m
       bud_m = kind
     else
-      before = limit - s[4] - held_t
+      before = limit - spent - held_t
       bud_t = kind
     end
     if not b_before or before < b_before then
-      b_before, b_scope, b_next = before, scope, s[2]
+      b_before, b_scope, b_next = before, scope, nexts[kind]
     end
     local brem = before
     if brem < 0 then
       brem = 0
     end
     if hold > limit then
-      consider(1, INF, BUDGET, scope, 0, 0, 0, 0, 1, brem, s[2])
+      consider(1, INF, BUDGET, scope, 0, 0, 0, 0, 1, brem, nexts[kind])
     elseif before < hold then
-      consider(1, 0, BUDGET, scope, 0, 0, 0, 0, 0, brem, s[2])
+      consider(1, 0, BUDGET, scope, 0, 0, 0, 0, 0, brem, nexts[kind])
     end
-    ai = ai + 1
+    ai, fi = ai + 1, fi + 1
   end
 end
 
--- ledger_reply appends the ledger fields to a reply.
+-- ledger_reply packs a ledger reply: the seven common numbers, then too large, budget
+-- remaining, budget scope, budget resets at, epoch and the number of expired holds,
+-- then each expired hold's hold and tokens; with expired holds, a table of it and
+-- each one's request id and meta.
 local function ledger_reply(r, large, brem, bscope, bnext, ep)
-  r[8], r[9], r[10], r[11], r[12], r[13] = large, brem, bscope, bnext, ep, 0
+  local n = 0
   if expired then
-    r[13] = #expired / 4
-    for i = 1, #expired do
-      r[13 + i] = expired[i]
-    end
+    n = #expired / 4
   end
-  return r
+  local packed = pack('<ddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n)
+  if n == 0 then
+    return packed
+  end
+  local out, amounts = { 0 }, { packed }
+  for i = 1, #expired, 4 do
+    out[#out + 1], out[#out + 2] = expired[i], expired[i + 3]
+    amounts[#amounts + 1] = pack('<dd', expired[i + 1], expired[i + 2])
+  end
+  out[1] = table.concat(amounts)
+  return out
 end
 
 -- Phase 2: the verdict.
 if w then
   local r = { 0, w[3], w[4], w[5], w[6], w[7], w[8] }
   if not ledger then
-    return r
+    return pack('<ddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+  end
+  if expired then
+    -- What the sweep did stands whatever the verdict, its bound too.
+    call('HSET', H, 'x', pack('<d', bound))
   end
   if w[3] == BUDGET then
     return ledger_reply(r, w[9], w[10], w[4], w[11], 0)
@@ -448,11 +491,9 @@ end
 -- Phase 3: every check passed; commit every reservation.
 for j = 1, np, 5 do
   local what, key, a, b = pending[j], pending[j + 1], pending[j + 2], pending[j + 3]
-  if what == 1 then -- a TPM bucket's new state
-    call('SET', key, a, 'PX', b)
-  elseif what == 2 then -- a window entry
-    call('ZADD', key, format('%d', now), rid)
-    call('ZREMRANGEBYSCORE', key, '-inf', format('%d', now - a))
+  if what == 2 then -- a window entry
+    call('ZADD', key, now, rid)
+    call('ZREMRANGEBYSCORE', key, '-inf', now - a)
     call('PEXPIRE', key, b)
   else -- a concurrency slot; a = the bound on entries, b = expired ones (when counted)
     -- Expired leases sort first after the sentinel; sweep at most 100 per call so
@@ -462,11 +503,11 @@ for j = 1, np, 5 do
     if b > 0 then
       call('ZREMRANGEBYRANK', key, 1, b)
     end
-    call('ZADD', key, format('%d', now + lease), rid, '-inf', '')
+    call('ZADD', key, now + lease, rid, '-inf', '')
     local s = pending[j + 4]
     s[6], s[7] = a - b + 1, true
     -- The set's TTL must outlast this lease; a set that expired or is new has a
-    -- deadline already past (the string lives at least as long as the set).
+    -- deadline already past.
     if s[5] < now + lease then
       s[5] = now + lease + EXTEND
       call('PEXPIRE', key, ttl(lease + EXTEND))
@@ -476,11 +517,7 @@ end
 for j = 1, #states do
   local s = states[j]
   if s[7] then
-    local us = s[5] - now
-    if s[8] > us then
-      us = s[8]
-    end
-    call('SET', s[1], pack('<ddddd', s[2], s[3], s[4], s[5], s[6]), 'PX', ttl(us))
+    set[#set + 1], set[#set + 2] = ARGV[6 + s[1]], pack('<ddddd', s[2], s[3], s[4], s[5], s[6])
   end
 end
 
@@ -489,49 +526,44 @@ if t_rem then
   r[3], r[4], r[5], r[6] = t_scope, t_limit, t_rem, t_reset
 end
 if not ledger then
-  return r
+  if #set > 0 then
+    call('HSET', H, unpack(set))
+  end
+  return pack('<ddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7])
 end
 local ep = 0
 if (hold > 0 and (bud_m > 0 or bud_t > 0)) or (need > 0 and (tpm_m > 0 or tpm_t > 0)) then
-  -- Store the hold: amount, tokens, the budget periods it counts against, the TPM
-  -- buckets it reserved from, then the member (length-prefixed) and the meta.
+  -- Store the hold: amount, tokens, the budget kinds and periods it counts against,
+  -- the TPM rates of the buckets it reserved from, its concurrency slots (1 member,
+  -- 2 team, 3 both), the member's length, then the member and the meta.
   local mp, tp = 0, 0
   if bud_m > 0 then
-    mp = spend[bud_m][1]
+    mp = periods[bud_m]
   end
   if bud_t > 0 then
-    tp = spend[bud_t][1]
+    tp = periods[bud_t]
   end
-  local rec = format('%d %d %d %d %d %d %d %d %d ', hold, need, bud_m, mp, bud_t, tp, tpm_m, tpm_t, #member)
-    .. member .. meta
-  local fields, nf = { 'r:' .. rid, rec }, 2
+  local n = #set
+  set[n + 1], set[n + 2] = ARGV[6 + 5],
+    pack('<dddddddddd', hold, need, bud_m, mp, bud_t, tp, tpm_m, tpm_t, slots, #member) .. member .. meta
+  n = n + 2
   if hold > 0 and bud_m > 0 then
-    fields[nf + 1], fields[nf + 2], nf = 'hm:' .. member, format('%d', held_m + hold), nf + 2
+    set[n + 1], set[n + 2], n = ARGV[6 + 6], pack('<d', held_m + hold), n + 2
   end
   if hold > 0 and bud_t > 0 then
-    fields[nf + 1], fields[nf + 2], nf = 'ht', format('%d', held_t + hold), nf + 2
+    set[n + 1], set[n + 2], n = ARGV[6 + 7], pack('<d', held_t + hold), n + 2
   end
-  local extend = holds_deadline < now + lease
-  if extend then
-    fields[nf + 1], fields[nf + 2] = 'd', format('%d', now + lease + EXTEND)
+  if now + lease < bound then
+    bound = now + lease
   end
-  call('HSET', k_holds, unpack(fields))
-  call('ZADD', k_leases, format('%d', now + lease), rid, '+inf', '')
-  if extend then
-    call('PEXPIRE', k_holds, ttl(lease + EXTEND))
-    call('PEXPIRE', k_leases, ttl(lease + EXTEND))
-  end
-  -- A period counter still on an earlier period starts the current one, empty.
-  for kind = 2, 3 do
-    local s = spend[kind]
-    if s and (kind == bud_m or kind == bud_t) and s[5] ~= s[1] then
-      local key = KEYS[k_spend + kind]
-      call('DEL', key)
-      call('HSET', key, 'p', s[1])
-      call('PEXPIRE', key, ttl(s[2] - now))
-    end
-  end
+  call('ZADD', KEYS[#KEYS - 1], now + lease, rid)
   ep = epoch
+end
+if bound ~= old_bound then
+  set[#set + 1], set[#set + 2] = 'x', pack('<d', bound)
+end
+if #set > 0 then
+  call('HSET', H, unpack(set))
 end
 if b_before then
   return ledger_reply(r, 0, b_before - hold, b_scope, b_next, ep)

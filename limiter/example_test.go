@@ -56,7 +56,7 @@ func ExampleLocal_Settle() {
 	r, _ := l.Settle(ctx, s)
 	fmt.Printf("applied=%t\n", r.Applied)
 	r, _ = l.Settle(ctx, s) // a replay changes nothing
-	fmt.Printf("replay applied=%t known=%t\n", r.Applied, r.Known)
+	fmt.Printf("replay applied=%t\n", r.Applied)
 
 	req.RequestID, req.Hold = "req-2", 900_000
 	d, _ = l.Admit(ctx, req)
@@ -64,6 +64,6 @@ func ExampleLocal_Settle() {
 	// Output:
 	// allowed=true remaining=600000 resets=2026-01-02 00:00:00
 	// applied=true
-	// replay applied=false known=true
+	// replay applied=false
 	// allowed=false reason="budget" remaining=850000
 }

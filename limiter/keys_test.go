@@ -11,9 +11,9 @@ import (
 )
 
 // TestKeyLayout checks what one team's traffic leaves in Redis: every key carries the
-// team's hash tag (one Cluster slot, no CROSSSLOT), and every counter expires, so an
-// idle member leaks nothing; only revocations, cut-offs, the rebuild marker and the
-// total spend persist.
+// team's hash tag (one Cluster slot, no CROSSSLOT), windows and concurrency sets
+// expire, so an idle member leaves only its fields in the team hash; the team hash
+// persists, and the leases set holds only the holds still outstanding.
 func TestKeyLayout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -42,15 +42,12 @@ func TestKeyLayout(t *testing.T) {
 	}
 
 	got := takeSnapshot(t, client, prefix)
-	// Concurrency sets, holds and leases (and the st string that tracks a set's TTL)
-	// outlive the lease by up to 30 s, so that their TTLs are extended only every 30 s.
+	// Concurrency sets outlive the lease by up to 30 s, so that their TTLs are
+	// extended only every 30 s.
 	const lease = time.Minute + 30*time.Second
 	want := map[string]time.Duration{ // suffix → longest TTL; -1: persists
-		"revoked:old-key": -1, "cutoff:8": -1, "epoch": -1, "spend:total": -1,
-		"m:7:st": lease, "m:7:sw": time.Minute, "m:7:conc": lease, "m:7:tpm": time.Minute,
-		"team:st": lease, "team:sw": time.Minute, "team:conc": lease, "team:tpm": time.Minute,
-		"holds": lease, "leases": lease, "settled": limiter.SettledWindow,
-		"spend:daily": 24 * time.Hour, "spend:monthly": 31 * 24 * time.Hour,
+		"h": -1, "leases": -1,
+		"m:7:sw": time.Minute, "m:7:conc": lease, "team:sw": time.Minute, "team:conc": lease,
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d keys, want %d: %v", len(got), len(want), got)
@@ -75,8 +72,9 @@ func TestKeyLayout(t *testing.T) {
 	}
 }
 
-// TestSettledKeysKeepTheirTTL settles every request: the concurrency set, holds and
-// leases keep a sentinel, so they never empty and get recreated without a TTL.
+// TestSettledKeysKeepTheirTTL settles every request: the concurrency set keeps a
+// sentinel, so it never empties and gets recreated without a TTL, and the leases set
+// empties and is gone.
 func TestSettledKeysKeepTheirTTL(t *testing.T) {
 	t.Parallel()
 	client := redistest.Client(t)
@@ -90,9 +88,10 @@ func TestSettledKeysKeepTheirTTL(t *testing.T) {
 		settle(t, l, limiter.Settlement{Team: "7", Member: "ada", RequestID: req.RequestID, Cost: 1, Tokens: 1, Epoch: d.Epoch})
 	}
 	got := takeSnapshot(t, client, prefix)
-	for _, suffix := range []string{"m:ada:conc", "holds", "leases"} {
-		if k, ok := got[prefix+"{t:7}:"+suffix]; !ok || k.ttl <= 0 {
-			t.Errorf("%s after every settle: present %t, TTL %s; want it kept with a TTL", suffix, ok, k.ttl)
-		}
+	if k, ok := got[prefix+"{t:7}:m:ada:conc"]; !ok || k.ttl <= 0 {
+		t.Errorf("m:ada:conc after every settle: present %t, TTL %s; want it kept with a TTL", ok, k.ttl)
+	}
+	if _, ok := got[prefix+"{t:7}:leases"]; ok {
+		t.Errorf("leases after every settle: present, want it gone")
 	}
 }

@@ -416,18 +416,19 @@ type SettleResult struct {
 	// Applied is set when this call changed spend or tokens: it settled the hold, or
 	// (Lost) charged Cost after Redis had lost the hold.
 	Applied bool
-	// Known is set when the request id had a hold, or was settled or swept as expired
-	// within the last SettledWindow. A replayed settle is Known and not Applied; a
-	// request id never admitted (or admitted without a hold) is neither.
+	// Known is set when the request id had a hold, or its hold was swept as
+	// expired or charged as lost within the last SettledWindow. A replayed settle
+	// finds no hold and is neither Applied nor Known, like a request id never
+	// admitted (or admitted without a hold).
 	Known bool
 	// Lost is set when the hold had been lost with Redis's state and the team was
 	// rebuilt since: Cost was charged to the current periods instead.
 	Lost bool
 }
 
-// SettledWindow is how long a settled or expired request id is remembered, so that a
-// replayed settle reports Known. Replays are refused forever either way: the hold is
-// gone.
+// SettledWindow is how long a request id whose hold was swept or charged as lost
+// is remembered, so that a late or replayed settle of it is not charged (again).
+// Replays of an ordinary settle need no memory: the hold is gone.
 const SettledWindow = 2 * time.Minute
 
 // TeamState is a team's spend as the gateway's ledger knows it, for Rebuild.

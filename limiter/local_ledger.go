@@ -411,7 +411,6 @@ func (l *Local) Settle(_ context.Context, s Settlement) (SettleResult, error) {
 			l.refund(stateKey{team: s.Team}, h.teamTPM, h.tokens-s.Tokens, now)
 		}
 	}
-	t.remember(s.RequestID, now)
 	return SettleResult{Applied: true, Known: true}, nil
 }
 

@@ -1,61 +1,59 @@
 -- REBUILD: restore a team's spend counters from the ledger after Redis lost them, only
--- if the team's marker is still missing, so replicas racing to rebuild apply one sum.
+-- if the team's hash has no epoch, so replicas racing to rebuild apply one sum.
 -- KEYS, ARGV and the reply are laid out in redis.go (rebuildScript); period.lua is
 -- prepended.
 
-local call, format = redis.call, string.format
-local SLACK = 10000000
+local call, byte, pack = redis.call, string.byte, struct.pack
 
 local now = tonumber(ARGV[1])
 if not now then
   local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 end
-local e = call('GET', KEYS[1])
-if e then
+local H, L = KEYS[1], KEYS[2]
+if call('HEXISTS', H, 'e') == 1 then
   return 0
 end
 local at = tonumber(ARGV[3])
--- Which period kinds' sums still describe the current period.
-local keep = { true, false, false }
+-- Which period kinds' sums still describe the current period, and its index.
+local keep, index = { true, false, false }, { 0, 0, 0 }
 for kind = 2, 3 do
   local ai = period_at(kind, at)
   local ni = period_at(kind, now)
   if ai > ni then
     return -1
   end
-  keep[kind] = ai == ni
+  keep[kind], index[kind] = ai == ni, ni
 end
 
-call('DEL', KEYS[2], KEYS[3], KEYS[4])
-local fields = { {}, {}, {} }
-local i = 4
+-- Whatever spend, holds and sweep bound the hash still has describe a generation the
+-- ledger replaces; rate and TPM buckets (s, q) and flags (k, c) stay.
+local old = {}
+for _, f in ipairs(call('HKEYS', H)) do
+  local c = byte(f, 1)
+  if c == 111 or c == 100 or c == 109 or c == 104 or c == 114 or c == 120 then -- o d m h r x
+    old[#old + 1] = f
+  end
+end
+if #old > 0 then
+  call('HDEL', H, unpack(old))
+end
+call('DEL', L)
+
+-- Flags (field names, value "1"), then (field, kind, amount) triples, then the epoch.
+local set = {}
+local nflags = tonumber(ARGV[4])
+for i = 5, 4 + nflags do
+  set[#set + 1], set[#set + 2] = ARGV[i], '1'
+end
+local i = 5 + nflags
 while i <= #ARGV do
   local kind = tonumber(ARGV[i + 1])
   if keep[kind] then
-    local f = fields[kind]
-    f[#f + 1] = ARGV[i]
-    f[#f + 1] = ARGV[i + 2]
+    set[#set + 1], set[#set + 2] = ARGV[i], pack('<dd', index[kind], tonumber(ARGV[i + 2]))
   end
   i = i + 3
 end
-if #fields[1] > 0 then
-  call('HSET', KEYS[2], unpack(fields[1]))
-end
-for kind = 2, 3 do
-  if keep[kind] and #fields[kind] > 0 then
-    local idx, nxt = period_at(kind, now)
-    call('HSET', KEYS[1 + kind], 'p', idx, unpack(fields[kind]))
-    call('PEXPIRE', KEYS[1 + kind], floor((nxt - now + SLACK + 999) / 1000))
-  end
-end
--- Revocations and cut-offs, then the marker.
-local flags = {}
-for j = 5, #KEYS do
-  flags[#flags + 1] = KEYS[j]
-  flags[#flags + 1] = '1'
-end
-flags[#flags + 1] = KEYS[1]
-flags[#flags + 1] = ARGV[2]
-call('MSET', unpack(flags))
+set[#set + 1], set[#set + 2] = 'e', pack('<d', tonumber(ARGV[2]))
+call('HSET', H, unpack(set))
 return 1

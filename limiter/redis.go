@@ -20,67 +20,71 @@ import (
 // Key layout. Every key of a team carries the hash tag {t:<team>}, so one team's
 // scripts touch a single Cluster slot, and every key a script touches is in its KEYS:
 //
-//	<prefix>{t:<team>}:revoked:<key id>   STRING "1" while the key is revoked; no TTL
-//	<prefix>{t:<team>}:cutoff:<member>    STRING "1" while the member is cut off; no TTL
-//	<prefix>{t:<team>}:epoch              STRING the rebuild marker (see Rebuild); no TTL
-//	<prefix>{t:<team>}:m:<member>:st      STRING tokens, ts, period  (rate token bucket),
-//	                                      conc TTL deadline, conc size bound
+//	<prefix>{t:<team>}:h                  HASH the team's state, fields below; no TTL
 //	<prefix>{t:<team>}:m:<member>:sw      ZSET request id → time     (sliding window)
 //	<prefix>{t:<team>}:m:<member>:conc    ZSET request id → lease expiry, and "" → -inf
-//	<prefix>{t:<team>}:m:<member>:tpm     STRING tokens, ts, rate    (TPM bucket)
-//	<prefix>{t:<team>}:team:st | :team:sw | :team:conc | :team:tpm   the same for the team
-//	<prefix>{t:<team>}:holds              HASH r:<request id> → hold record,
-//	                                      hm:<member> → member's held sum, ht → team's,
-//	                                      d → how far the TTL of holds and leases runs
-//	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry, "" → +inf
-//	<prefix>{t:<team>}:settled            ZSET request id → settle time (SettledWindow)
-//	<prefix>{t:<team>}:spend:total        HASH m:<member> | t → spent; no TTL
-//	<prefix>{t:<team>}:spend:daily        HASH p → day index, m:<member> | t → spent
-//	<prefix>{t:<team>}:spend:monthly      HASH p → month index, m:<member> | t → spent
+//	<prefix>{t:<team>}:team:sw | :team:conc                     the same for the team
+//	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry
+//	<prefix>{t:<team>}:settled            ZSET request id → time swept or charged lost
 //
-// Times are microseconds of the script's clock. Rate, TPM and concurrency keys expire
-// once they would read as empty (or full); holds, leases and settled ids after the
-// longest lease (or SettledWindow) plus slack; a period's spend hash at the end of its
-// period plus slack, and it starts the next period afresh when a hold is placed in it.
-// Team-wide hashes rather than per-member keys for holds and spend are what lets one
-// ADMIT sweep any member's expired holds with every key in KEYS. Flags, marker and
-// buckets are strings so that ADMIT reads them all with one MGET; their numbers are
-// little-endian doubles (Lua's struct.pack), exact for integers below 2^53 and far
-// cheaper for the script than decimal text. The st string also remembers how far the
-// conc set's TTL runs, so that the set's PEXPIRE is needed about once per 30 s rather
-// than on every request, and a bound on the set's size, so that the set is counted
-// only when the bound reaches the cap (a sentinel member keeps the set, and its TTL,
-// from vanishing when settles empty it). Redis must not evict keys (maxmemory-policy
-// noeviction): an evicted bucket or bound would admit past a limit.
+// The team hash's fields, "<member>" standing for the member's id:
 //
-// A hold record is "hold tokens mkind mperiod tkind tperiod mtpm ttpm len(member) "
-// followed by the member and the meta: the budget periods (kind 1 total, 2 daily,
-// 3 monthly, and the period index) the hold counts against, and the TPM rates of the
-// buckets it reserved from, 0 for none.
+//	k:<key id>      "1" while the key is revoked
+//	c:<member>      "1" while the member is cut off
+//	e               the epoch: the generation of the counters (see Rebuild)
+//	s:<member> | s  rate token bucket (tokens, ts, period), conc TTL deadline, conc size bound
+//	q:<member> | q  TPM bucket (tokens, ts, rate)
+//	o:<member> | o  total spend (0, spent)
+//	d:<member> | d  daily spend (day index, spent in it)
+//	m:<member> | m  monthly spend (month index, spent in it)
+//	h:<member> | h  held sum
+//	r:<request id>  hold record
+//	x               sweep bound: no lease in leases ends before it
+//
+// Numbers are little-endian doubles (Lua's struct.pack), exact for integers below 2^53
+// and far cheaper for the scripts than decimal text. One hash is what lets ADMIT read
+// everything a request needs with one HMGET and write it with one HSET, and sweep any
+// member's expired holds with every key in KEYS; it also means a team's counters and
+// its epoch are lost together or not at all. A spend field carries its period, so a
+// new period starts from zero without resetting anything. Times are microseconds of
+// the script's clock. Windows and concurrency sets expire once they would read as
+// empty; the state field remembers how far a conc set's TTL runs, so that the set's
+// PEXPIRE is needed about once per 30 s rather than on every request, and a bound on
+// the set's size, so that the set is counted only when the bound reaches the cap (a
+// sentinel member keeps the set, and its TTL, from vanishing when settles empty it).
+// Redis must not evict keys (maxmemory-policy noeviction): an evicted window or conc
+// set would admit past a limit.
+//
+// A hold record is ten doubles (hold, tokens, member budget kind and period, team
+// budget kind and period, member and team TPM rates, conc slots, len(member))
+// followed by the member and the meta: budget kind 1 total, 2 daily, 3 monthly (0
+// none) and the period index the hold counts against; the TPM rates of the buckets
+// it reserved from (0 none); conc slots 1 member, 2 team, 3 both.
 
 // admitScript is ADMIT, run as one EVALSHA (EVAL on NOSCRIPT) per request. Only the
 // limits that apply are sent: a spec string lists them, and KEYS and ARGV carry theirs
 // in the same order.
 //
-//	KEYS  the string keys, read by one MGET: revoked:<key id>, cutoff:<member>,
-//	      epoch (ledger only), then per scope (member, team) its st key if it has a
-//	      token bucket or a concurrency cap, and its tpm key if it has a TPM limit;
-//	      then the sw and conc keys of the entries w and c in spec order;
-//	      if ledger: holds, leases, settled, spend:total, spend:daily, spend:monthly
+//	KEYS  h, then the sw and conc keys of the entries w and c in spec order;
+//	      if ledger: leases, settled
 //	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 numbers,
-//	      6 meta (ledger only). The numbers are little-endian doubles (exact below
-//	      2^53): lease µs, number of string keys, if ledger hold and tokens, then per
-//	      spec entry its numbers. Spec: "$" first when any budget or TPM applies (ledger), then
-//	      member entries in lower case, team entries in upper case: b token bucket
-//	      (limit, period µs, burst), w sliding window (limit, period µs), c concurrency
-//	      (cap), t TPM (tokens per minute), o | d | m budget total | daily | monthly
-//	      (limit).
-//	reply 1 allowed (0|1), 2 reason (0 allowed, 1 rate, 2 concurrency, 3 revoked,
-//	      4 cut_off, 5 budget, 6 tpm, 7 rebuild), 3 scope (0 none, 1 member, 2 team),
-//	      4 limit, 5 remaining, 6 reset µs, 7 retry-after µs;
-//	      ledger requests past the marker add: 8 too large (0|1), 9 budget remaining
-//	      (-1 none), 10 budget scope, 11 budget resets at µs (0 none), 12 epoch,
-//	      13 n expired, then n × (request id, hold, tokens, meta).
+//	      6 meta (ledger; "" otherwise), then the fields of h to read: k:<key id>,
+//	      c:<member>, if ledger e, x, r:<request id>, h:<member>, h; then per scope
+//	      (member, team) its s field if it has a token bucket or a concurrency cap,
+//	      its q field if it has a TPM limit, its spend field if it has a budget.
+//	      The numbers are little-endian doubles (exact below 2^53): lease µs, if
+//	      ledger hold and tokens, then per spec entry its numbers. Spec: "$" first
+//	      when any budget or TPM applies (ledger), then member entries in lower
+//	      case, team entries in upper case: b token bucket (limit, period µs,
+//	      burst), w sliding window (limit, period µs), c concurrency (cap), t TPM
+//	      (tokens per minute), o | d | m budget total | daily | monthly (limit).
+//	reply doubles: 1 allowed (0|1), 2 reason (0 allowed, 1 rate, 2 concurrency,
+//	      3 revoked, 4 cut_off, 5 budget, 6 tpm, 7 rebuild), 3 scope (0 none,
+//	      1 member, 2 team), 4 limit, 5 remaining, 6 reset µs, 7 retry-after µs;
+//	      ledger requests past the epoch check add: 8 too large (0|1), 9 budget
+//	      remaining (-1 none), 10 budget scope, 11 budget resets at µs (0 none),
+//	      12 epoch, 13 n expired, then n × (hold, tokens). With expired holds the
+//	      reply is an array: those doubles, then n × (request id, meta).
 //
 //go:embed admit.lua
 var admitSource string
@@ -88,10 +92,10 @@ var admitScript = redis.NewScript(periodSource + admitSource)
 
 // settleScript is SETTLE.
 //
-//	KEYS  epoch, holds, leases, settled, member conc, team conc, member tpm, team tpm,
-//	      spend:total, spend:daily, spend:monthly
-//	ARGV  1 now µs ("" = Redis TIME), 2 request id, 3 member, 4 cost, 5 tokens, 6 epoch
-//	reply applied (0|1), known (0|1), lost (0|1)
+//	KEYS  h, leases, settled, member conc, team conc
+//	ARGV  1 now µs ("" = Redis TIME), 2 request id, 3 member, 4 cost, tokens and
+//	      epoch as little-endian doubles
+//	reply applied + 2 × known + 4 × lost
 //
 //go:embed settle.lua
 var settleSource string
@@ -99,10 +103,10 @@ var settleScript = redis.NewScript(periodSource + settleSource)
 
 // rebuildScript is REBUILD.
 //
-//	KEYS  epoch, spend:total, spend:daily, spend:monthly, then revoked:<key id> and
-//	      cutoff:<member> keys to set
-//	ARGV  1 now µs ("" = Redis TIME), 2 epoch, 3 at µs, then (field, kind, amount)
-//	      triples with field m:<member> or t
+//	KEYS  h, leases
+//	ARGV  1 now µs ("" = Redis TIME), 2 epoch, 3 at µs, 4 n, then n flag fields
+//	      (k:<key id>, c:<member>) to set, then (field, kind, amount) triples with
+//	      field <o|d|m>:<member> or o | d | m
 //	reply 1 rebuilt, 0 already rebuilt, -1 at lies in a later period than now
 //
 //go:embed rebuild.lua
@@ -285,42 +289,44 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 }
 
 func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
-	a := admitCall{keys: make([]string, 2, 14), spec: make([]byte, 0, 10), nums: make([]byte, 16, 8*16)}
+	a := admitCall{keys: make([]string, 1, 6), spec: make([]byte, 0, 10), nums: make([]byte, 8, 8*16),
+		args: make([]any, 8, 20)}
 	kb := &a.kb
-	kb.sb.Grow(14*(len(r.prefix)+len(req.Team)+20) + 4*len(req.Member) + len(req.KeyID))
+	kb.sb.Grow(6*(len(r.prefix)+len(req.Team)+16) + 8*len(req.Member) + len(req.KeyID) + len(req.RequestID) + 32)
 	base := kb.key(r.prefix, "{t:", req.Team, "}:")
-	a.keys[0], a.keys[1] = kb.key(base, "revoked:", req.KeyID), kb.key(base, "cutoff:", req.Member)
+	a.keys[0] = kb.key(base, "h")
 	putNum(a.nums[0:], micros(req.Lease))
 	ledger := req.ledger()
+	a.args[6], a.args[7] = kb.key("k:", req.KeyID), kb.key("c:", req.Member)
+	meta := ""
 	if ledger {
-		a.keys = append(a.keys, kb.key(base, "epoch"))
 		a.spec = append(a.spec, '$')
 		a.num(req.Hold)
 		a.num(req.Tokens)
+		a.args = append(a.args, "e", "x", kb.key("r:", req.RequestID), kb.key("h:", req.Member), "h")
+		meta = req.Meta
 	}
-	a.policy(&req.MemberPolicy, kb.key(base, "m:", req.Member, ":"), 0)
-	a.policy(&req.TeamPolicy, kb.key(base, "team:"), 'a'-'A')
-	putNum(a.nums[8:], int64(len(a.keys)))
-	a.keys = append(a.keys, a.other...)
-	args := []any{r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums}
+	a.policy(&req.MemberPolicy, kb.key(base, "m:", req.Member, ":"), req.Member, 0)
+	a.policy(&req.TeamPolicy, kb.key(base, "team:"), "", 'a'-'A')
 	if ledger {
-		a.keys = append(a.keys, kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
-			kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly"))
-		args = append(args, req.Meta)
+		a.keys = append(a.keys, kb.key(base, "leases"), kb.key(base, "settled"))
 	}
-	v, err := r.run(ctx, admitScript, a.keys, args...).Slice()
+	a.args[0], a.args[1], a.args[2], a.args[3], a.args[4], a.args[5] =
+		r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums, meta
+	v, err := r.run(ctx, admitScript, a.keys, a.args...).Result()
 	if err != nil {
 		return Decision{}, err
 	}
 	return parseAdmit(v)
 }
 
-// admitCall builds ADMIT's KEYS and ARGV: the string keys that its one MGET reads
-// come first (keys), the others after them (other); the numbers are packed (nums).
+// admitCall builds ADMIT's KEYS and ARGV: the keys, the spec and the numbers, and the
+// arguments, whose 7th on are the fields of the team hash to read.
 type admitCall struct {
-	keys, other []string
-	spec, nums  []byte
-	kb          keyBuf
+	keys       []string
+	spec, nums []byte
+	args       []any
+	kb         keyBuf
 }
 
 // keyBuf builds a call's keys as substrings of one string, so that its dozen keys
@@ -345,16 +351,26 @@ func (a *admitCall) num(v int64) {
 
 func putNum(b []byte, v int64) { binary.LittleEndian.PutUint64(b, math.Float64bits(float64(v))) }
 
-// policy adds p's limits; upper is 0 for the member's limits and 'a'-'A' for the
-// team's (upper-case spec entries).
-func (a *admitCall) policy(p *Policy, base string, upper byte) {
+// field is the team hash's field for one scope: "<f>:<member>" for the member,
+// "<f>" for the team (member "").
+func (a *admitCall) field(f, member string) string {
+	if member == "" {
+		return f
+	}
+	return a.kb.key(f, ":", member)
+}
+
+// policy adds p's limits; base starts the scope's own keys, member is "" for the
+// team; upper is 0 for the member's limits and 'a'-'A' for the team's (upper-case
+// spec entries).
+func (a *admitCall) policy(p *Policy, base, member string, upper byte) {
 	if (p.Rate != nil && p.Rate.Algorithm == AlgorithmTokenBucket) || p.Concurrency > 0 {
-		a.keys = append(a.keys, a.kb.key(base, "st"))
+		a.args = append(a.args, a.field("s", member))
 	}
 	if r := p.Rate; r != nil {
 		if r.Algorithm == AlgorithmSlidingWindow {
 			a.spec = append(a.spec, 'w'-upper)
-			a.other = append(a.other, a.kb.key(base, "sw"))
+			a.keys = append(a.keys, a.kb.key(base, "sw"))
 			a.num(r.Limit)
 			a.num(micros(r.Period))
 		} else {
@@ -366,32 +382,45 @@ func (a *admitCall) policy(p *Policy, base string, upper byte) {
 	}
 	if p.Concurrency > 0 {
 		a.spec = append(a.spec, 'c'-upper)
-		a.other = append(a.other, a.kb.key(base, "conc"))
+		a.keys = append(a.keys, a.kb.key(base, "conc"))
 		a.num(p.Concurrency)
 	}
 	if p.TokensPerMinute > 0 {
 		a.spec = append(a.spec, 't'-upper)
-		a.keys = append(a.keys, a.kb.key(base, "tpm"))
+		a.args = append(a.args, a.field("q", member))
 		a.num(p.TokensPerMinute)
 	}
 	if b := p.Budget; b != nil {
-		a.spec = append(a.spec, "odm"[b.Period.kind()-1]-upper)
+		kind := "odm"[b.Period.kind()-1]
+		a.spec = append(a.spec, kind-upper)
+		a.args = append(a.args, a.field(string(kind), member))
 		a.num(b.Limit)
 	}
 }
 
-// parseAdmit turns ADMIT's reply into a Decision.
-func parseAdmit(v []any) (Decision, error) {
-	n := make([]int64, min(len(v), 13))
+// doubles decodes a reply of little-endian doubles.
+func doubles(b string) []int64 {
+	n := make([]int64, len(b)/8)
 	for i := range n {
-		x, ok := v[i].(int64)
-		if !ok {
-			return Decision{}, fmt.Errorf("unexpected admit reply %v", v)
-		}
-		n[i] = x
+		n[i] = int64(math.Float64frombits(binary.LittleEndian.Uint64([]byte(b[8*i : 8*i+8]))))
 	}
-	if (len(n) != 7 && len(n) != 13) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
-		return Decision{}, fmt.Errorf("unexpected admit reply %v", v)
+	return n
+}
+
+// parseAdmit turns ADMIT's reply into a Decision.
+func parseAdmit(reply any) (Decision, error) {
+	packed, ok := reply.(string)
+	var rest []any
+	if v, isArray := reply.([]any); isArray && len(v) > 0 {
+		packed, ok = v[0].(string)
+		rest = v[1:]
+	}
+	if !ok || len(packed)%8 != 0 {
+		return Decision{}, fmt.Errorf("unexpected admit reply %q", reply)
+	}
+	n := doubles(packed)
+	if (len(n) != 7 && len(n) < 13) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
+		return Decision{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d := Decision{
 		Allowed:         n[0] == 1,
@@ -406,8 +435,8 @@ func parseAdmit(v []any) (Decision, error) {
 	if len(n) == 7 {
 		return d, nil
 	}
-	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(v) != 13+4*int(n[12]) {
-		return Decision{}, fmt.Errorf("unexpected admit reply %v", v)
+	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 13+2*int(n[12]) || len(rest) != 2*int(n[12]) {
+		return Decision{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d.TooLarge = n[7] == 1
 	d.BudgetRemaining, d.BudgetScope, d.Epoch = n[8], replyScopes[n[9]], n[11]
@@ -417,15 +446,12 @@ func parseAdmit(v []any) (Decision, error) {
 	if n[12] > 0 {
 		d.Expired = make([]ExpiredHold, n[12])
 		for i := range d.Expired {
-			e := v[13+4*i : 17+4*i]
-			id, ok1 := e[0].(string)
-			hold, ok2 := e[1].(int64)
-			tokens, ok3 := e[2].(int64)
-			meta, ok4 := e[3].(string)
-			if !ok1 || !ok2 || !ok3 || !ok4 {
-				return Decision{}, fmt.Errorf("unexpected expired hold in admit reply %v", e)
+			id, ok1 := rest[2*i].(string)
+			meta, ok2 := rest[2*i+1].(string)
+			if !ok1 || !ok2 {
+				return Decision{}, fmt.Errorf("unexpected expired hold in admit reply %v", rest[2*i:2*i+2])
 			}
-			d.Expired[i] = ExpiredHold{RequestID: id, Hold: hold, Tokens: tokens, Meta: meta}
+			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[13+2*i], Tokens: n[14+2*i], Meta: meta}
 		}
 	}
 	return d, nil
@@ -563,24 +589,26 @@ func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) 
 // settleCall builds SETTLE's KEYS and ARGV for s.
 func (r *Redis) settleCall(s Settlement) (keys []string, args []any) {
 	var kb keyBuf
-	kb.sb.Grow(12 * (len(r.prefix) + len(s.Team) + len(s.Member) + 16))
+	kb.sb.Grow(5*(len(r.prefix)+len(s.Team)+16) + len(s.Member))
 	base := kb.key(r.prefix, "{t:", s.Team, "}:")
-	member := kb.key(base, "m:", s.Member, ":")
-	keys = []string{kb.key(base, "epoch"), kb.key(base, "holds"), kb.key(base, "leases"), kb.key(base, "settled"),
-		kb.key(member, "conc"), kb.key(base, "team:conc"), kb.key(member, "tpm"), kb.key(base, "team:tpm"),
-		kb.key(base, "spend:total"), kb.key(base, "spend:daily"), kb.key(base, "spend:monthly")}
-	return keys, []any{r.scriptNow(), s.RequestID, s.Member, s.Cost, s.Tokens, strconv.FormatInt(s.Epoch, 10)}
+	keys = []string{kb.key(base, "h"), kb.key(base, "leases"), kb.key(base, "settled"),
+		kb.key(base, "m:", s.Member, ":conc"), kb.key(base, "team:conc")}
+	nums := make([]byte, 24)
+	putNum(nums[0:], s.Cost)
+	putNum(nums[8:], s.Tokens)
+	putNum(nums[16:], s.Epoch)
+	return keys, []any{r.scriptNow(), s.RequestID, s.Member, nums}
 }
 
 func parseSettle(cmd *redis.Cmd) (SettleResult, error) {
-	v, err := cmd.Int64Slice()
+	v, err := cmd.Int64()
 	if err != nil {
 		return SettleResult{}, err
 	}
-	if len(v) != 3 {
+	if v < 0 || v > 7 {
 		return SettleResult{}, fmt.Errorf("unexpected reply %v", v)
 	}
-	return SettleResult{Applied: v[0] == 1, Known: v[1] == 1, Lost: v[2] == 1}, nil
+	return SettleResult{Applied: v&1 != 0, Known: v&2 != 0, Lost: v&4 != 0}, nil
 }
 
 // SettleAll settles every s in one round trip (a pipeline of SETTLEs; Redis
@@ -629,20 +657,20 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	base := r.teamBase(team)
-	keys := []string{base + "epoch", base + "spend:total", base + "spend:daily", base + "spend:monthly"}
+	keys := []string{base + "h", base + "leases"}
+	args := []any{r.scriptNow(), newEpoch(), state.At.UnixMicro(), len(state.RevokedKeys) + len(state.CutOff)}
 	for _, k := range state.RevokedKeys {
-		keys = append(keys, base+"revoked:"+k)
+		args = append(args, "k:"+k)
 	}
 	for _, m := range state.CutOff {
-		keys = append(keys, base+"cutoff:"+m)
+		args = append(args, "c:"+m)
 	}
-	args := []any{r.scriptNow(), newEpoch(), state.At.UnixMicro()}
 	for p, v := range state.Team {
-		args = append(args, "t", p.kind(), v)
+		args = append(args, "odm"[p.kind()-1:p.kind()], p.kind(), v)
 	}
 	for m, ps := range state.Members {
 		for p, v := range ps {
-			args = append(args, "m:"+m, p.kind(), v)
+			args = append(args, "odm"[p.kind()-1:p.kind()]+":"+m, p.kind(), v)
 		}
 	}
 	n, err := r.run(ctx, rebuildScript, keys, args...).Int64()
@@ -666,7 +694,7 @@ func (r *Redis) SetKeyRevoked(ctx context.Context, team, keyID string, revoked b
 	// The twin learns it too, for the fail-open decisions it takes while Redis is down.
 	_ = r.fallback.SetKeyRevoked(ctx, team, keyID, revoked)
 	r.refusals.forgetTeam(team)
-	if err := r.setFlag(ctx, r.teamBase(team)+"revoked:"+keyID, revoked); err != nil {
+	if err := r.setFlag(ctx, team, "k:"+keyID, revoked); err != nil {
 		return fmt.Errorf("limiter: revoke key %s/%s: %w", team, keyID, err)
 	}
 	return nil
@@ -677,17 +705,18 @@ func (r *Redis) SetKeyRevoked(ctx context.Context, team, keyID string, revoked b
 func (r *Redis) SetMemberCutOff(ctx context.Context, team, member string, cutOff bool) error {
 	_ = r.fallback.SetMemberCutOff(ctx, team, member, cutOff)
 	r.refusals.forgetTeam(team)
-	if err := r.setFlag(ctx, r.teamBase(team)+"cutoff:"+member, cutOff); err != nil {
+	if err := r.setFlag(ctx, team, "c:"+member, cutOff); err != nil {
 		return fmt.Errorf("limiter: cut off member %s/%s: %w", team, member, err)
 	}
 	return nil
 }
 
-func (r *Redis) setFlag(ctx context.Context, key string, on bool) error {
+func (r *Redis) setFlag(ctx context.Context, team, field string, on bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	h := r.teamBase(team) + "h"
 	if on {
-		return r.client.Set(ctx, key, "1", 0).Err()
+		return r.client.HSet(ctx, h, field, "1").Err()
 	}
-	return r.client.Del(ctx, key).Err()
+	return r.client.HDel(ctx, h, field).Err()
 }
