@@ -352,6 +352,60 @@ func TestRedisLosesCountersMidRun(t *testing.T) {
 	}
 }
 
+// TestRedisRestoredFromAnOlderSnapshot: Redis restarts from a backup taken halfway
+// through the member's spend, as the outside run did (it then admitted 8 more
+// requests, ending at 135% of the budget). The gateway saw newer counters than the
+// backup's, so it rebuilds them from the ledger: the member stays refused.
+func TestRedisRestoredFromAnOlderSnapshot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := redistest.StartServer(t)
+	gw := apptest.Start(t, f.dbURL, map[string]string{"ANTHROPIC_API_KEY": anthropicSecret, "REDIS_URL": srv.URL()})
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(2000), BudgetPeriod: "monthly"})
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+	call := func() int {
+		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
+		if r.status == http.StatusOK {
+			ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)) // durable before the flush
+		} else if r.status != http.StatusPaymentRequired {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return r.status
+	}
+	admitted := 0
+	for call() == http.StatusOK {
+		admitted++
+		if admitted == 1 {
+			srv.Save()
+		}
+		if admitted > 20 {
+			t.Fatal("never refused")
+		}
+	}
+	if admitted < 2 {
+		t.Fatalf("refused after %d requests: the backup must be older than the last ones", admitted)
+	}
+	srv.Kill()
+	srv.Start() // from the backup: one request spent
+	for i := range 3 {
+		if status := call(); status != http.StatusPaymentRequired {
+			t.Fatalf("request %d after the restore: %d, want the spent budget still refused", i, status)
+		}
+	}
+	rows, err := f.st.Ledger(context.Background(), f.team.ID, nil, time.Time{}, 1000)
+	must(t, err)
+	var spent int64
+	for _, r := range rows {
+		spent += r.CostMicros
+	}
+	if spent > 2000 {
+		t.Fatalf("spent %d against 2000", spent)
+	}
+}
+
 // TestUnderEstimationOvershootsByOneRequest: the provider reports ten times and
 // more the tokens the hold assumed (a huge prompt-cache write the body does not
 // show); each shortfall is charged as debt, so the member ends at most one

@@ -50,7 +50,7 @@ local H = KEYS[1]
 -- One HMGET reads every field of the team hash this request needs; v[i] is the field
 -- named by ARGV[6 + i]: the key's revoked flag, the member's cut-off flag, then (ledger
 -- only) epoch, sweep bound, this request's hold, the member's and the team's held
--- sums, then each scope's state, TPM and spend fields in spec order.
+-- sums and seq, then each scope's state, TPM and spend fields in spec order.
 local v = call('HMGET', H, unpack(ARGV, 7))
 if v[1] then
   return pack('<ddddddd', 0, REVOKED, MEMBER, 0, 0, 0, 0)
@@ -172,6 +172,9 @@ end
 -- Phase 1: gather state and run every check; nothing is written but the sweep.
 local fi, ki, ai = 3, 2, 2
 local hold, need, epoch, expired, bound, old_bound
+-- seq counts the team's admissions: a replica that sees it go back knows the hash
+-- is older than one it saw before (a restored snapshot, a lagging failover).
+local seq = 0
 local held_m, held_t = 0, 0
 if ledger then
   local e = v[3]
@@ -206,7 +209,10 @@ if ledger then
   if v[7] then
     held_t = unpackd('<d', v[7])
   end
-  fi = 8
+  if v[8] then
+    seq = unpackd('<d', v[8])
+  end
+  fi = 9
 end
 
 -- ttl is the PEXPIRE (ms) for state that reads as empty after us microseconds, so an
@@ -444,15 +450,16 @@ for i = first, #spec do
 end
 
 -- ledger_reply packs a ledger reply: the seven common numbers, then too large, budget
--- remaining, budget scope, budget resets at, epoch and the number of expired holds,
--- then each expired hold's hold and tokens; with expired holds, a table of it and
--- each one's request id and meta.
+-- remaining, budget scope, budget resets at, the hold's epoch, the number of expired
+-- holds, the team's epoch and seq before this call, then each expired hold's hold
+-- and tokens; with expired holds, a table of it and each one's request id and meta.
 local function ledger_reply(r, large, brem, bscope, bnext, ep)
   local n = 0
   if expired then
     n = #expired / 4
   end
-  local packed = pack('<ddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n)
+  local packed = pack('<ddddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n,
+    epoch, seq)
   if n == 0 then
     return packed
   end
@@ -562,6 +569,7 @@ end
 if bound ~= old_bound then
   set[#set + 1], set[#set + 2] = 'x', pack('<d', bound)
 end
+set[#set + 1], set[#set + 2] = 'n', pack('<d', seq + 1)
 if #set > 0 then
   call('HSET', H, unpack(set))
 end

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -508,3 +509,7 @@ func (l *Local) Rebuild(_ context.Context, team string, state TeamState) error {
 	t.epoch = newEpoch()
 	return nil
 }
+
+// newEpoch is a random generation number for a team Local rebuilt, from 1 to 2^52-1: unique
+// enough that a hold placed before one loss never matches the marker after another.
+func newEpoch() int64 { return 1 + rand.Int64N(maxExact/2-1) }

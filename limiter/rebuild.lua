@@ -42,11 +42,11 @@ call('DEL', L)
 
 -- Flags (field names, value "1"), then (field, kind, amount) triples, then the epoch.
 local set = {}
-local nflags = tonumber(ARGV[4])
-for i = 5, 4 + nflags do
+local nflags = tonumber(ARGV[5])
+for i = 6, 5 + nflags do
   set[#set + 1], set[#set + 2] = ARGV[i], '1'
 end
-local i = 5 + nflags
+local i = 6 + nflags
 while i <= #ARGV do
   local kind = tonumber(ARGV[i + 1])
   if keep[kind] then
@@ -54,6 +54,15 @@ while i <= #ARGV do
   end
   i = i + 3
 end
-set[#set + 1], set[#set + 2] = 'e', pack('<d', tonumber(ARGV[2]))
+-- The epoch is the rebuild's millisecond × 2048 plus a random part (ARGV 2), and
+-- later than the newest epoch the rebuilding replica saw (ARGV 4): unique, and later
+-- for a later rebuild, so a replica that saw one generation can tell an older one
+-- come back.
+local epoch = floor(now / 1000) * 2048 + tonumber(ARGV[2])
+local seen = tonumber(ARGV[4])
+if epoch <= seen then
+  epoch = seen + 1
+end
+set[#set + 1], set[#set + 2] = 'e', pack('<d', epoch)
 call('HSET', H, unpack(set))
 return 1

@@ -262,3 +262,69 @@ func forget(t *testing.T, l limiter.Limiter, team string) {
 		panic(fmt.Sprintf("forget %T", l))
 	}
 }
+
+// TestOlderSnapshotIsNotBelieved restarts Redis from a snapshot taken before the last
+// requests, as restoring an older backup (or failing over to a replica that lagged)
+// would: its counters are older than what the replicas saw, so the next admission
+// asks for a rebuild instead of admitting on them, and the member who had spent her
+// budget stays refused. Without the check, the snapshot's counters would admit four
+// more requests.
+func TestOlderSnapshotIsNotBelieved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const limit, hold = dollar, dollar / 10
+	srv := redistest.StartServer(t)
+	clk := newClock()
+	replicas := make([]*limiter.Redis, 2)
+	for i := range replicas {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = c.Close() })
+		replicas[i] = limiter.NewRedis(c, limiter.RedisOptions{Prefix: "old:", Timeout: testTimeout, Now: clk.Now})
+	}
+	var book ledger
+	members := []string{"ada"}
+	request := func() limiter.Request {
+		return limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Hold: hold, Lease: time.Minute,
+			MemberPolicy: limiter.Policy{Budget: budget(limit, limiter.PeriodDaily)}}
+	}
+	if err := replicas[0].Rebuild(ctx, "team", book.state(clk.Now(), members)); err != nil {
+		t.Fatal(err)
+	}
+	// spend admits and settles n requests at cost = hold, across the replicas.
+	spend := func(n int) {
+		for i := range n {
+			req := request()
+			d := admit(t, replicas[i%2], req)
+			if !d.Allowed {
+				t.Fatalf("refused at %d: %+v", book.spent["ada"], d)
+			}
+			settle(t, replicas[i%2], limiter.Settlement{Team: "team", Member: "ada", RequestID: req.RequestID, Cost: hold, Epoch: d.Epoch})
+			book.add("ada", hold)
+		}
+	}
+	spend(6)
+	srv.Save() // the backup: $0.60 spent
+	spend(4)
+	for _, r := range replicas {
+		if d := admit(t, r, request()); d.Allowed || d.Reason != limiter.ReasonBudget {
+			t.Fatalf("at her limit: %+v, want refused", d)
+		}
+	}
+
+	srv.Kill()
+	srv.Start() // restored from the backup
+	for i, r := range replicas {
+		_, _ = r.Admit(ctx, request()) // a dead pooled connection
+		if d := admit(t, r, request()); d.Allowed || d.Reason != limiter.ReasonRebuild {
+			t.Fatalf("replica %d on the older snapshot: %+v, want a rebuild", i, d)
+		}
+	}
+	if err := replicas[1].Rebuild(ctx, "team", book.state(clk.Now(), members)); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replicas {
+		if d := admit(t, r, request()); d.Allowed || d.Reason != limiter.ReasonBudget || d.BudgetRemaining != 0 {
+			t.Fatalf("replica %d after the rebuild: %+v, want refused with nothing left", i, d)
+		}
+	}
+}

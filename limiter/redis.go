@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,9 @@ import (
 //
 //	k:<key id>      "1" while the key is revoked
 //	c:<member>      "1" while the member is cut off
-//	e               the epoch: the generation of the counters (see Rebuild)
+//	e               the epoch: the generation of the counters (see Rebuild), from
+//	                the rebuild's time, so later for a later rebuild
+//	n               seq: admissions since the rebuild (see generation)
 //	s:<member> | s  rate token bucket (tokens, ts, period), conc TTL deadline, conc size bound
 //	q:<member> | q  TPM bucket (tokens, ts, rate)
 //	o:<member> | o  total spend (0, spent)
@@ -69,7 +72,7 @@ import (
 //	      if ledger: leases, settled
 //	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 numbers,
 //	      6 meta (ledger; "" otherwise), then the fields of h to read: k:<key id>,
-//	      c:<member>, if ledger e, x, r:<request id>, h:<member>, h; then per scope
+//	      c:<member>, if ledger e, x, r:<request id>, h:<member>, h, n; then per scope
 //	      (member, team) its s field if it has a token bucket or a concurrency cap,
 //	      its q field if it has a TPM limit, its spend field if it has a budget.
 //	      The numbers are little-endian doubles (exact below 2^53): lease µs, if
@@ -83,7 +86,8 @@ import (
 //	      1 member, 2 team), 4 limit, 5 remaining, 6 reset µs, 7 retry-after µs;
 //	      ledger requests past the epoch check add: 8 too large (0|1), 9 budget
 //	      remaining (-1 none), 10 budget scope, 11 budget resets at µs (0 none),
-//	      12 epoch, 13 n expired, then n × (hold, tokens). With expired holds the
+//	      12 the hold's epoch (0 none), 13 n expired, 14 the team's epoch, 15 seq
+//	      before this call, then n × (hold, tokens). With expired holds the
 //	      reply is an array: those doubles, then n × (request id, meta).
 //
 //go:embed admit.lua
@@ -104,8 +108,9 @@ var settleScript = redis.NewScript(periodSource + settleSource)
 // rebuildScript is REBUILD.
 //
 //	KEYS  h, leases
-//	ARGV  1 now µs ("" = Redis TIME), 2 epoch, 3 at µs, 4 n, then n flag fields
-//	      (k:<key id>, c:<member>) to set, then (field, kind, amount) triples with
+//	ARGV  1 now µs ("" = Redis TIME), 2 the epoch's random part, 3 at µs, 4 the
+//	      newest epoch this replica saw, 5 n, then n flag fields (k:<key id>,
+//	      c:<member>) to set, then (field, kind, amount) triples with
 //	      field <o|d|m>:<member> or o | d | m
 //	reply 1 rebuilt, 0 already rebuilt, -1 at lies in a later period than now
 //
@@ -173,6 +178,10 @@ type Redis struct {
 	fallback *Local
 	refusals refusalCache
 
+	// seen is the newest generation of each team's hash that an admission read.
+	seenMu sync.Mutex
+	seen   map[string]generation
+
 	failOpenAllowed, failOpenRefused, failClosed, cachedRefusals atomic.Uint64
 	lateReleases                                                 atomic.Int64 // releaseLate goroutines running
 }
@@ -181,7 +190,8 @@ var _ Limiter = (*Redis)(nil)
 
 // NewRedis returns a Limiter on client.
 func NewRedis(client redis.UniversalClient, opts RedisOptions) *Redis {
-	r := &Redis{client: client, prefix: opts.Prefix, timeout: opts.Timeout, replicas: int64(opts.Replicas), now: opts.Now}
+	r := &Redis{client: client, prefix: opts.Prefix, timeout: opts.Timeout, replicas: int64(opts.Replicas), now: opts.Now,
+		seen: map[string]generation{}}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
@@ -273,7 +283,21 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			return d, nil
 		}
 	}
-	d, err := r.admitCall(callCtx, &req)
+	before := r.seenOf(req.Team)
+	d, gen, err := r.admitCall(callCtx, &req)
+	if err == nil && gen.epoch != 0 {
+		if gen.olderThan(before) {
+			// The team's hash went back in time: Redis was restored from an older
+			// snapshot or failed over to a replica that lagged. Its counters cannot
+			// be believed; rebuild them from the ledger (which also drops the hold
+			// this call just placed in them) and admit again.
+			if err := r.forgetGeneration(callCtx, req.Team, gen.epoch); err != nil {
+				return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: drop the team's stale counters: %w", req.Team, req.Member, err))
+			}
+			return Decision{Reason: ReasonRebuild, BudgetRemaining: -1}, nil
+		}
+		r.noteSeen(req.Team, gen, d.Allowed)
+	}
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "HOLDEXISTS") {
 			// The script refused the request id itself: not an outage.
@@ -288,7 +312,7 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 	return d, nil
 }
 
-func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
+func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, generation, error) {
 	a := admitCall{keys: make([]string, 1, 6), spec: make([]byte, 0, 10), nums: make([]byte, 8, 8*16),
 		args: make([]any, 8, 20)}
 	kb := &a.kb
@@ -303,7 +327,7 @@ func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 		a.spec = append(a.spec, '$')
 		a.num(req.Hold)
 		a.num(req.Tokens)
-		a.args = append(a.args, "e", "x", kb.key("r:", req.RequestID), kb.key("h:", req.Member), "h")
+		a.args = append(a.args, "e", "x", kb.key("r:", req.RequestID), kb.key("h:", req.Member), "h", "n")
 		meta = req.Meta
 	}
 	a.policy(&req.MemberPolicy, kb.key(base, "m:", req.Member, ":"), req.Member, 0)
@@ -315,7 +339,7 @@ func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, error) {
 		r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums, meta
 	v, err := r.run(ctx, admitScript, a.keys, a.args...).Result()
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, generation{}, err
 	}
 	return parseAdmit(v)
 }
@@ -407,8 +431,9 @@ func doubles(b string) []int64 {
 	return n
 }
 
-// parseAdmit turns ADMIT's reply into a Decision.
-func parseAdmit(reply any) (Decision, error) {
+// parseAdmit turns ADMIT's reply into a Decision and the generation of the team's
+// hash it read (zero when the reply has none: no ledger, or refused before).
+func parseAdmit(reply any) (Decision, generation, error) {
 	packed, ok := reply.(string)
 	var rest []any
 	if v, isArray := reply.([]any); isArray && len(v) > 0 {
@@ -416,11 +441,11 @@ func parseAdmit(reply any) (Decision, error) {
 		rest = v[1:]
 	}
 	if !ok || len(packed)%8 != 0 {
-		return Decision{}, fmt.Errorf("unexpected admit reply %q", reply)
+		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %q", reply)
 	}
 	n := doubles(packed)
-	if (len(n) != 7 && len(n) < 13) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
-		return Decision{}, fmt.Errorf("unexpected admit reply %v", n)
+	if (len(n) != 7 && len(n) < 15) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
+		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d := Decision{
 		Allowed:         n[0] == 1,
@@ -433,10 +458,10 @@ func parseAdmit(reply any) (Decision, error) {
 		BudgetRemaining: -1,
 	}
 	if len(n) == 7 {
-		return d, nil
+		return d, generation{}, nil
 	}
-	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 13+2*int(n[12]) || len(rest) != 2*int(n[12]) {
-		return Decision{}, fmt.Errorf("unexpected admit reply %v", n)
+	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 15+2*int(n[12]) || len(rest) != 2*int(n[12]) {
+		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d.TooLarge = n[7] == 1
 	d.BudgetRemaining, d.BudgetScope, d.Epoch = n[8], replyScopes[n[9]], n[11]
@@ -449,13 +474,58 @@ func parseAdmit(reply any) (Decision, error) {
 			id, ok1 := rest[2*i].(string)
 			meta, ok2 := rest[2*i+1].(string)
 			if !ok1 || !ok2 {
-				return Decision{}, fmt.Errorf("unexpected expired hold in admit reply %v", rest[2*i:2*i+2])
+				return Decision{}, generation{}, fmt.Errorf("unexpected expired hold in admit reply %v", rest[2*i:2*i+2])
 			}
-			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[13+2*i], Tokens: n[14+2*i], Meta: meta}
+			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[15+2*i], Tokens: n[16+2*i], Meta: meta}
 		}
 	}
-	return d, nil
+	return d, generation{epoch: n[13], seq: n[14]}, nil
 }
+
+// generation is how far a team's hash had come when an ADMIT read it: its epoch
+// (later for a later rebuild) and its seq (admissions since the rebuild).
+type generation struct{ epoch, seq int64 }
+
+// olderThan reports whether g is older than what was seen before: an earlier
+// epoch, or the same epoch with fewer admissions. Every admission whose reply
+// came back before this call was sent had run before it, so a hash that only
+// moves forward is never older than before.
+func (g generation) olderThan(before generation) bool {
+	return g.epoch < before.epoch || (g.epoch == before.epoch && g.seq < before.seq)
+}
+
+// seenOf is the newest generation of the team's hash this limiter has seen.
+func (r *Redis) seenOf(team string) generation {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	return r.seen[team]
+}
+
+// noteSeen records g, and the admission it counted if it admitted.
+func (r *Redis) noteSeen(team string, g generation, admitted bool) {
+	if admitted {
+		g.seq++
+	}
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if cur := r.seen[team]; cur.olderThan(g) {
+		r.seen[team] = g
+	}
+}
+
+// forgetGeneration drops the team's epoch if it is still stale, so that the next
+// admission has the counters rebuilt; another replica may have rebuilt them first.
+func (r *Redis) forgetGeneration(ctx context.Context, team string, stale int64) error {
+	nums := make([]byte, 8)
+	putNum(nums, stale)
+	return r.run(ctx, forgetScript, []string{r.teamBase(team) + "h"}, nums).Err()
+}
+
+// forgetScript drops a team's epoch (ARGV 1, packed) if the hash still has it.
+var forgetScript = redis.NewScript(`if redis.call('HGET', KEYS[1], 'e') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'e')
+end
+return 0`)
 
 func (r *Redis) teamBase(team string) string { return r.prefix + "{t:" + team + "}:" }
 
@@ -658,7 +728,8 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 	defer cancel()
 	base := r.teamBase(team)
 	keys := []string{base + "h", base + "leases"}
-	args := []any{r.scriptNow(), newEpoch(), state.At.UnixMicro(), len(state.RevokedKeys) + len(state.CutOff)}
+	args := []any{r.scriptNow(), rand.Int64N(2048), state.At.UnixMicro(), r.seenOf(team).epoch,
+		len(state.RevokedKeys) + len(state.CutOff)}
 	for _, k := range state.RevokedKeys {
 		args = append(args, "k:"+k)
 	}
@@ -683,10 +754,6 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 	r.refusals.forgetTeam(team)
 	return nil
 }
-
-// newEpoch is a random generation number for a rebuilt team, from 1 to 2^52-1: unique
-// enough that a hold placed before one loss never matches the marker after another.
-func newEpoch() int64 { return 1 + rand.Int64N(maxExact/2-1) }
 
 // SetKeyRevoked records in Redis that the team's key is revoked (or not), which every
 // replica's next Admit checks.

@@ -17,6 +17,7 @@ import (
 type Server struct {
 	t    testing.TB
 	port string
+	dir  string // where Save writes its snapshot and Start reads it
 	cmd  *exec.Cmd
 }
 
@@ -29,7 +30,7 @@ func StartServer(t testing.TB) *Server {
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	_ = ln.Close()
-	s := &Server{t: t, port: port}
+	s := &Server{t: t, port: port, dir: t.TempDir()}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -41,11 +42,12 @@ func (s *Server) Addr() string { return "127.0.0.1:" + s.port }
 // URL is the redis:// URL of the server.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
-// Start (re)starts the server empty and waits until it answers.
+// Start (re)starts the server, empty or with what the last Save wrote, and waits
+// until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
 	s.cmd = exec.Command("redis-server", "--port", s.port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
+		"--save", "", "--appendonly", "no", "--dir", s.dir)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redis-server: %v", err)
 	}
@@ -59,7 +61,18 @@ func (s *Server) Start() {
 	}
 }
 
-// Kill stops the server at once, losing everything in it.
+// Save writes a snapshot of everything in the server, which the next Start loads:
+// restarting from it is restoring an older backup.
+func (s *Server) Save() {
+	s.t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	if err := c.Save(context.Background()).Err(); err != nil {
+		s.t.Fatalf("redis-server on %s: SAVE: %v", s.Addr(), err)
+	}
+}
+
+// Kill stops the server at once, losing everything in it since the last Save.
 func (s *Server) Kill() {
 	if s.cmd == nil {
 		return
