@@ -60,6 +60,9 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 			state.Team[p] = proxy.AddSpend(state.Team[p], spent[m.ID])
 		}
 	}
+	if err := a.heldRequests(ctx, teamID, now, &state); err != nil {
+		return state, err
+	}
 	state.RevokedKeys = snap.RevokedKeys(teamID)
 	for _, m := range members {
 		if m.Disabled {
@@ -67,4 +70,47 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 		}
 	}
 	return state, nil
+}
+
+// heldRequests adds to state the team's requests still in flight, from the ledger's
+// held rows and this replica's unflushed ones: each holds its amount again until it
+// settles at its real cost, or until its lease ends. A request that another replica
+// settled within its last flush interval still shows as held; its hold then lasts
+// until its lease ends and is charged in full (an over-count, never an under-count).
+func (a *App) heldRequests(ctx context.Context, teamID int64, now time.Time, state *limiter.TeamState) error {
+	lease := a.cfg.ConcurrencyLease
+	since := now.Add(-lease)
+	rows, err := a.Store.HeldSince(ctx, teamID, since)
+	if err != nil {
+		return err
+	}
+	local := map[string]proxy.LedgerStatus{}
+	for _, e := range a.ledger.Pending() {
+		if e.TeamID != teamID {
+			continue
+		}
+		local[e.RequestID] = e.Status
+		if e.Status == proxy.LedgerHeld && !e.CreatedAt.Before(since) {
+			rows = append(rows, e)
+		}
+	}
+	snap := a.Snapshots.Current()
+	var teamBudget limiter.Period
+	if t, ok := snap.Team(teamID); ok && t.Limits.Budget != nil {
+		teamBudget = t.Limits.Budget.Period
+	}
+	seen := map[string]bool{}
+	for _, e := range rows {
+		if seen[e.RequestID] || (local[e.RequestID] != "" && local[e.RequestID] != proxy.LedgerHeld) {
+			continue // listed twice, or settled here and not flushed yet (counted as spent)
+		}
+		seen[e.RequestID] = true
+		h := limiter.RebuiltHold{RequestID: e.RequestID, Member: strconv.FormatInt(e.MemberID, 10), Hold: e.HeldMicros,
+			TeamBudget: teamBudget, Expires: e.CreatedAt.Add(lease), Meta: proxy.HoldMeta(e.MemberID, e.KeyID, e.RouteID, e.Model)}
+		if m, ok := snap.Member(e.MemberID); ok && m.Limits.Budget != nil {
+			h.MemberBudget = m.Limits.Budget.Period
+		}
+		state.Holds = append(state.Holds, h)
+	}
+	return nil
 }

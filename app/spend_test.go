@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -403,6 +405,77 @@ func TestRedisRestoredFromAnOlderSnapshot(t *testing.T) {
 	}
 	if spent > 2000 {
 		t.Fatalf("spent %d against 2000", spent)
+	}
+}
+
+// TestFlushAllWithRequestsInFlight: FLUSHALL while six requests are in flight, as the
+// outside run did (its rebuild forgot their holds, admitted every new request and
+// ended at 138% of the budget, and the streams were then recorded uncertain at their
+// whole hold). The rebuild holds their amounts again, so only what the budget has
+// room for beside them is admitted, and each of them settles at its real cost.
+func TestFlushAllWithRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := redistest.StartServer(t)
+	gw := apptest.Start(t, f.dbURL, map[string]string{"ANTHROPIC_API_KEY": anthropicSecret, "REDIS_URL": srv.URL()})
+	probe := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
+	if probe.status != http.StatusOK {
+		t.Fatalf("probe: %d %s", probe.status, probe.body)
+	}
+	first := ledgerRow(t, f, probe.header.Get(proxy.RequestIDHeader))
+	hold := first.HeldMicros
+	// Room for the probe and ten more holds.
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(first.CostMicros + 10*hold), BudgetPeriod: "monthly"})
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+
+	const inFlight = 6
+	done := make(chan response, inFlight)
+	for range inFlight {
+		go func() {
+			req := anthropicRequest(t, gw.URL, f.key, messagesBody)
+			req.Header.Set("X-Mock-Latency-Ms", "3000")
+			done <- do(t, req)
+		}()
+	}
+	eventually(t, 10*time.Second, "the requests in flight reach the ledger as held", func() bool {
+		rows, err := f.st.Ledger(context.Background(), f.team.ID, nil, time.Time{}, 1000)
+		must(t, err)
+		held := 0
+		for _, r := range rows {
+			if r.Status == proxy.LedgerHeld {
+				held++
+			}
+		}
+		return held == inFlight
+	})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	must(t, c.FlushAll(context.Background()).Err())
+
+	counts := map[int]int{}
+	for range 8 {
+		counts[do(t, anthropicRequest(t, gw.URL, f.key, messagesBody)).status]++
+	}
+	// One after another, each needs a hold of room and then costs what the probe did;
+	// forgetting the holds in flight would admit all eight.
+	want := 0
+	for room := (10 - inFlight) * hold; room >= hold; room -= first.CostMicros {
+		want++
+	}
+	if counts[http.StatusOK] != want || counts[http.StatusPaymentRequired] != 8-want {
+		t.Fatalf("after FLUSHALL with %d holds in flight: %v, want %d×200 and the rest 402", inFlight, counts, want)
+	}
+	for range inFlight {
+		r := <-done
+		if r.status != http.StatusOK {
+			t.Fatalf("a request in flight at the flush: %d %s", r.status, r.body)
+		}
+		if row := ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)); row.Status != proxy.LedgerSettled || row.CostMicros >= row.HeldMicros {
+			t.Fatalf("a request in flight at the flush ended %s at %d µ$ (hold %d), want settled at its real cost", row.Status, row.CostMicros, row.HeldMicros)
+		}
 	}
 }
 

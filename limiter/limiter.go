@@ -446,6 +446,22 @@ type TeamState struct {
 	Members map[string]map[Period]int64
 	// RevokedKeys and CutOff restore the revocations and cut-offs that Redis mirrored.
 	RevokedKeys, CutOff []string
+	// Holds are the requests still in flight (admitted, not yet settled): each holds
+	// its amount again against the member's and the team's budgets in the current
+	// period, until it settles at its real cost or its lease ends (then it is swept
+	// and charged in full, like any hold whose replica died).
+	Holds []RebuiltHold
+}
+
+// RebuiltHold is a hold restored by Rebuild.
+type RebuiltHold struct {
+	RequestID, Member string
+	Hold              int64 // micro-dollars
+	// MemberBudget and TeamBudget are the periods of the budgets it counts against;
+	// "" for none.
+	MemberBudget, TeamBudget Period
+	Expires                  time.Time
+	Meta                     string // as Request.Meta
 }
 
 func (s *TeamState) validate() error {
@@ -463,6 +479,12 @@ func (s *TeamState) validate() error {
 	check("team", s.Team)
 	for m, ps := range s.Members {
 		check("member "+m, ps)
+	}
+	for _, h := range s.Holds {
+		if h.RequestID == "" || h.Member == "" || h.Hold < 0 || h.Hold > maxMoney || len(h.Meta) > maxMeta || h.Expires.IsZero() ||
+			(h.MemberBudget != "" && h.MemberBudget.kind() == 0) || (h.TeamBudget != "" && h.TeamBudget.kind() == 0) {
+			errs = append(errs, fmt.Errorf("hold %q of member %q: request id and member must be set, the hold from 0 to 2^51, the meta at most %d bytes, the expiry set, the periods known", h.RequestID, h.Member, maxMeta))
+		}
 	}
 	if s.At.IsZero() {
 		errs = append(errs, errors.New("at is zero"))

@@ -500,6 +500,22 @@ func (l *Local) Rebuild(_ context.Context, team string, state TeamState) error {
 			put(p.kind(), "m:"+m, v)
 		}
 	}
+	for _, h := range state.Holds {
+		rec := holdRecord{member: h.Member, hold: h.Hold, memberKind: budgetKind(h.MemberBudget),
+			teamKind: budgetKind(h.TeamBudget), meta: h.Meta, expiry: h.Expires.UnixMicro()}
+		if rec.memberKind > 0 {
+			rec.memberPeriod, _ = periodAt(rec.memberKind, now)
+			t.held[h.Member] += h.Hold
+		}
+		if rec.teamKind > 0 {
+			rec.teamPeriod, _ = periodAt(rec.teamKind, now)
+			t.held[""] += h.Hold
+		}
+		t.holds[h.RequestID] = rec
+		if len(t.holds) == 1 || rec.expiry < t.earliest {
+			t.earliest = rec.expiry
+		}
+	}
 	for _, k := range state.RevokedKeys {
 		t.revoked[k] = true
 	}

@@ -78,3 +78,11 @@ func daysFromCivil(y, m, d int64) int64 {
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return era*146097 + doe - 719468
 }
+
+// budgetKind is p's kind, 0 for no budget ("").
+func budgetKind(p Period) int64 {
+	if p == "" {
+		return 0
+	}
+	return p.kind()
+}

@@ -40,19 +40,53 @@ if #old > 0 then
 end
 call('DEL', L)
 
--- Flags (field names, value "1"), then (field, kind, amount) triples, then the epoch.
+-- Flags (field names, value "1"), then (field, kind, amount) triples, then holds,
+-- then the epoch.
 local set = {}
 local nflags = tonumber(ARGV[5])
 for i = 6, 5 + nflags do
   set[#set + 1], set[#set + 2] = ARGV[i], '1'
 end
 local i = 6 + nflags
-while i <= #ARGV do
+local ntriples = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, ntriples do
   local kind = tonumber(ARGV[i + 1])
   if keep[kind] then
     set[#set + 1], set[#set + 2] = ARGV[i], pack('<dd', index[kind], tonumber(ARGV[i + 2]))
   end
   i = i + 3
+end
+-- Holds still in flight: (request id, member, numbers, meta), the numbers packed:
+-- hold, lease expiry µs, member budget kind, team budget kind (0 none). Each is
+-- stored as ADMIT would have (no tokens, no slots: those are not rebuilt), counts in
+-- the held sums, and ends with its lease.
+local held, leases, bound = {}, {}, nil
+while i <= #ARGV do
+  local rid, who, meta = ARGV[i], ARGV[i + 1], ARGV[i + 3]
+  local a, expiry, mk, tk = struct.unpack('<dddd', ARGV[i + 2])
+  local mp, tp = 0, 0
+  if mk > 0 then
+    mp = index[mk]
+    held['h:' .. who] = (held['h:' .. who] or 0) + a
+  end
+  if tk > 0 then
+    tp = index[tk]
+    held.h = (held.h or 0) + a
+  end
+  set[#set + 1], set[#set + 2] = 'r:' .. rid, pack('<dddddddddd', a, 0, mk, mp, tk, tp, 0, 0, 0, #who) .. who .. meta
+  leases[#leases + 1], leases[#leases + 2] = expiry, rid
+  if not bound or expiry < bound then
+    bound = expiry
+  end
+  i = i + 4
+end
+for f, a in pairs(held) do
+  set[#set + 1], set[#set + 2] = f, pack('<d', a)
+end
+if bound then
+  call('ZADD', L, unpack(leases))
+  set[#set + 1], set[#set + 2] = 'x', pack('<d', bound)
 end
 -- The epoch is the rebuild's millisecond × 2048 plus a random part (ARGV 2), and
 -- later than the newest epoch the rebuilding replica saw (ARGV 4): unique, and later

@@ -328,3 +328,49 @@ func TestOlderSnapshotIsNotBelieved(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuildRestoresHoldsInFlight rebuilds a team with requests in flight: each
+// holds its amount again until it settles at its real cost, and one whose lease has
+// ended is swept and charged in full by the next admission.
+func TestRebuildRestoresHoldsInFlight(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	local := limiter.NewLocal(clk.Now)
+	local.Forget("team") // as a fresh Redis is
+	ls := map[string]limiter.Limiter{"Redis": newRedis(t, redistest.Prefix(t), clk.Now), "Local": local}
+	for name, l := range ls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			state := limiter.TeamState{At: clk.Now(),
+				Members: map[string]map[limiter.Period]int64{"ada": {limiter.PeriodDaily: dollar}},
+				Team:    map[limiter.Period]int64{limiter.PeriodTotal: dollar},
+				Holds: []limiter.RebuiltHold{
+					{RequestID: "streaming", Member: "ada", Hold: 2 * dollar, MemberBudget: limiter.PeriodDaily,
+						TeamBudget: limiter.PeriodTotal, Expires: clk.Now().Add(time.Minute), Meta: "m"},
+					{RequestID: "abandoned", Member: "ada", Hold: dollar, MemberBudget: limiter.PeriodDaily,
+						Expires: clk.Now().Add(-time.Second), Meta: "gone"},
+				}}
+			if err := l.Rebuild(ctx, "team", state); err != nil {
+				t.Fatal(err)
+			}
+			req := func(hold int64) limiter.Request {
+				return limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Hold: hold, Lease: time.Minute,
+					MemberPolicy: limiter.Policy{Budget: budget(5*dollar, limiter.PeriodDaily)},
+					TeamPolicy:   limiter.Policy{Budget: budget(100*dollar, limiter.PeriodTotal)}}
+			}
+			// $1 spent, $2 in flight, $1 abandoned (swept now, charged): $1 left.
+			d := admit(t, l, req(2*dollar))
+			if d.Allowed || d.Reason != limiter.ReasonBudget || d.BudgetRemaining != dollar ||
+				len(d.Expired) != 1 || d.Expired[0] != (limiter.ExpiredHold{RequestID: "abandoned", Hold: dollar, Meta: "gone"}) {
+				t.Fatalf("beside the rebuilt holds: %+v", d)
+			}
+			if r := settle(t, l, limiter.Settlement{Team: "team", Member: "ada", RequestID: "streaming", Cost: dollar / 2, Epoch: 1}); !r.Applied || !r.Known {
+				t.Fatalf("the request in flight settles: %+v, want applied", r)
+			}
+			if d := admit(t, l, req(0)); d.BudgetRemaining != 5*dollar-dollar-dollar-dollar/2 {
+				t.Fatalf("after it settled at $0.50: %+v, want $2.50 left", d)
+			}
+		})
+	}
+}

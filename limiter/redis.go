@@ -110,8 +110,10 @@ var settleScript = redis.NewScript(periodSource + settleSource)
 //	KEYS  h, leases
 //	ARGV  1 now µs ("" = Redis TIME), 2 the epoch's random part, 3 at µs, 4 the
 //	      newest epoch this replica saw, 5 n, then n flag fields (k:<key id>,
-//	      c:<member>) to set, then (field, kind, amount) triples with
-//	      field <o|d|m>:<member> or o | d | m
+//	      c:<member>) to set, then the number of triples and (field, kind,
+//	      amount) triples with field <o|d|m>:<member> or o | d | m, then the holds
+//	      in flight, each (request id, member, hold expiry member-kind team-kind
+//	      as doubles, meta)
 //	reply 1 rebuilt, 0 already rebuilt, -1 at lies in a later period than now
 //
 //go:embed rebuild.lua
@@ -736,6 +738,11 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 	for _, m := range state.CutOff {
 		args = append(args, "c:"+m)
 	}
+	triples := len(state.Team)
+	for _, ps := range state.Members {
+		triples += len(ps)
+	}
+	args = append(args, triples)
 	for p, v := range state.Team {
 		args = append(args, "odm"[p.kind()-1:p.kind()], p.kind(), v)
 	}
@@ -743,6 +750,14 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 		for p, v := range ps {
 			args = append(args, "odm"[p.kind()-1:p.kind()]+":"+m, p.kind(), v)
 		}
+	}
+	for _, h := range state.Holds {
+		nums := make([]byte, 32)
+		putNum(nums[0:], h.Hold)
+		putNum(nums[8:], h.Expires.UnixMicro())
+		putNum(nums[16:], budgetKind(h.MemberBudget))
+		putNum(nums[24:], budgetKind(h.TeamBudget))
+		args = append(args, h.RequestID, h.Member, nums, h.Meta)
 	}
 	n, err := r.run(ctx, rebuildScript, keys, args...).Int64()
 	if err != nil {

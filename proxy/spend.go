@@ -193,13 +193,17 @@ func (t *target) ledgerEntry(status LedgerStatus, cost int64) LedgerEntry {
 }
 
 // holdMeta is stored with a hold so that, if this replica dies before settling,
-// whoever sweeps the expired hold can write its ledger row: member|key|route|model.
-func holdMeta(t *target) string {
-	b := make([]byte, 0, 48+len(t.key.ID)+len(t.meter.model))
-	b = strconv.AppendInt(b, t.key.MemberID, 10)
-	b = append(append(append(b, '|'), t.key.ID...), '|')
-	b = strconv.AppendInt(b, t.route.ID, 10)
-	b = append(append(b, '|'), t.meter.model...)
+// whoever sweeps the expired hold can write its ledger row.
+func holdMeta(t *target) string { return HoldMeta(t.key.MemberID, t.key.ID, t.route.ID, t.meter.model) }
+
+// HoldMeta is the meta of a hold (limiter.Request.Meta): member|key|route|model,
+// which recordExpired reads back.
+func HoldMeta(memberID int64, keyID string, routeID int64, model string) string {
+	b := make([]byte, 0, 48+len(keyID)+len(model))
+	b = strconv.AppendInt(b, memberID, 10)
+	b = append(append(append(b, '|'), keyID...), '|')
+	b = strconv.AppendInt(b, routeID, 10)
+	b = append(append(b, '|'), model...)
 	return string(b)
 }
 

@@ -38,3 +38,10 @@ SELECT member_id, least(coalesce(sum(
 FROM ledger
 WHERE team_id = @team_id AND created_at >= @since AND status IN ('settled', 'uncertain', 'implausible')
 GROUP BY member_id;
+
+-- name: LedgerHeldSince :many
+-- Rows still held (requests in flight) created since @since, for rebuilding their
+-- holds after Redis lost them.
+SELECT request_id, member_id, key_id, route_id, model, held_micros, created_at FROM ledger
+WHERE team_id = @team_id AND status = 'held' AND created_at >= @since
+ORDER BY created_at, request_id;

@@ -10,6 +10,57 @@ import (
 	"time"
 )
 
+const ledgerHeldSince = `-- name: LedgerHeldSince :many
+SELECT request_id, member_id, key_id, route_id, model, held_micros, created_at FROM ledger
+WHERE team_id = $1 AND status = 'held' AND created_at >= $2
+ORDER BY created_at, request_id
+`
+
+type LedgerHeldSinceParams struct {
+	TeamID int64
+	Since  time.Time
+}
+
+type LedgerHeldSinceRow struct {
+	RequestID  string
+	MemberID   int64
+	KeyID      string
+	RouteID    *int64
+	Model      string
+	HeldMicros int64
+	CreatedAt  time.Time
+}
+
+// Rows still held (requests in flight) created since @since, for rebuilding their
+// holds after Redis lost them.
+func (q *Queries) LedgerHeldSince(ctx context.Context, db DBTX, arg LedgerHeldSinceParams) ([]LedgerHeldSinceRow, error) {
+	rows, err := db.Query(ctx, ledgerHeldSince, arg.TeamID, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LedgerHeldSinceRow
+	for rows.Next() {
+		var i LedgerHeldSinceRow
+		if err := rows.Scan(
+			&i.RequestID,
+			&i.MemberID,
+			&i.KeyID,
+			&i.RouteID,
+			&i.Model,
+			&i.HeldMicros,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ledgerList = `-- name: LedgerList :many
 SELECT team_id, request_id, member_id, key_id, route_id, model, status, http_status, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens, held_micros, cost_micros, created_at, settled_at FROM ledger
 WHERE team_id = $1

@@ -75,6 +75,24 @@ func (s *Store) Ledger(ctx context.Context, teamID int64, memberID *int64, since
 	return entries, nil
 }
 
+// HeldSince lists the team's requests still held (in flight) that were admitted
+// since since, as held ledger entries.
+func (s *Store) HeldSince(ctx context.Context, teamID int64, since time.Time) ([]proxy.LedgerEntry, error) {
+	rows, err := s.q.LedgerHeldSince(ctx, s.pool, db.LedgerHeldSinceParams{TeamID: teamID, Since: since})
+	if err != nil {
+		return nil, fmt.Errorf("store: held since %s: %w", since, err)
+	}
+	held := make([]proxy.LedgerEntry, len(rows))
+	for i, r := range rows {
+		held[i] = proxy.LedgerEntry{TeamID: teamID, MemberID: r.MemberID, KeyID: r.KeyID, Model: r.Model,
+			RequestID: r.RequestID, Status: proxy.LedgerHeld, HeldMicros: r.HeldMicros, CreatedAt: r.CreatedAt}
+		if r.RouteID != nil {
+			held[i].RouteID = *r.RouteID
+		}
+	}
+	return held, nil
+}
+
 // SpendSince is each member's settled, uncertain and implausible spend since a
 // period start, in micro-dollars: what the admission counters are rebuilt from. A
 // row whose cost is past proxy.MaxRequestMicros counts its hold, and each sum
