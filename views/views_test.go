@@ -49,7 +49,8 @@ func pages() map[string]templ.Component {
 		"member":  views.MemberPage(views.Member{Nav: nav, Row: row, Keys: views.Keys{}}),
 		"routes":  views.RoutesPage(views.Routes{Nav: nav, Rows: []views.RouteRow{{Prefix: "/anthropic", Header: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"}}, Form: form}),
 		"route":   views.RouteEditPage(views.RouteEdit{Nav: nav, Form: views.RouteForm{Action: "/console/routes/1"}}),
-		"audit":   views.AuditPage(views.Audit{Nav: nav, Rows: []views.AuditRow{{Action: "key.issue", Detail: "{}"}}}),
+		"audit": views.AuditPage(views.Audit{Nav: nav, Rows: []views.AuditRow{{At: "2026-01-02 03:04:05", Sentence: "owner@acme.test cut off ada@acme.test."}},
+			Members: []views.Option{{Value: "2", Label: "ada@acme.test"}}, Actions: []views.Option{{Value: "member.status", Label: "Cut off or restored"}}, Older: "/console/audit?before=3"}),
 		"confirm": views.ConfirmPage(views.Confirm{Nav: nav, Title: "Sure?", Action: "/x", Fields: map[string]string{"status": "disabled"}}),
 		"dashboard": views.DashboardPage(views.Dashboard{Nav: nav, StreamURL: "/console/dashboard/live", Live: views.DashboardLive{
 			Connected: true, Rows: []views.DashboardRow{{ID: 2, Email: "ada@acme.test", Spend: views.Budget{Spent: "$1.00", Limit: "$4.00", Percent: 25}}},
