@@ -40,7 +40,7 @@ func HomePage(vm Home) templ.Component {
 			}
 			ctx = templ.InitializeContext(ctx)
 			if vm.Disabled {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<p class=\"cutoff\" role=\"alert\" data-testid=\"cut-off\"><strong>You are cut off.</strong> A team owner has disabled your access: the gateway refuses your keys until an owner restores you.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<p class=\"cutoff\" role=\"alert\" data-testid=\"cut-off\"><strong>You are cut off.</strong> A team owner has cut off your access: the gateway refuses your keys until an owner restores you.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -73,11 +73,11 @@ func dashboardLive(figs teamFigures, lt live.Team, ok bool) views.DashboardLive 
 func memberState(m store.Member, b views.Budget, lm live.Member) (label, class string) {
 	switch {
 	case m.Status != store.StatusActive:
-		return "cut off", "disabled"
+		return "Cut off", "disabled"
 	case b.Over:
-		return "over budget", "disabled"
+		return "Over budget", "disabled"
 	case lm.LastMinute.Throttled > 0:
-		return "throttled", "grace"
+		return "Throttled", "grace"
 	}
-	return "active", "active"
+	return "Active", "active"
 }

@@ -210,8 +210,8 @@ func TestBrowserJourney(t *testing.T) {
 	j.phoneShot(t, member, "12-member-cut-off-phone")
 	j.do(t, owner, "see the cut-off on the dashboard", chromedp.Navigate(j.url+"/console/dashboard"),
 		chromedp.WaitVisible(chromedp.CSS(ada+`[data-testid="live-status"]`)))
-	if got := j.text(t, owner, ada+`[data-testid="live-status"]`); got != "cut off" {
-		t.Errorf("ada's status on the dashboard: %q, want cut off", got)
+	if got := j.text(t, owner, ada+`[data-testid="live-status"]`); got != "Cut off" {
+		t.Errorf("ada's status on the dashboard: %q, want Cut off", got)
 	}
 	j.phoneShot(t, owner, "13-dashboard-phone")
 

@@ -26,7 +26,7 @@ func TestCutOffAndRestore(t *testing.T) {
 	cells := row.Find(`[data-testid="usage"]`)
 	// This console has no live counters: "—" for them, not an invented 0; the
 	// spend comes from the ledger.
-	if row.Find(`[data-testid="member-status"]`).Text() != "active" || cells.Length() != 3 ||
+	if row.Find(`[data-testid="member-status"]`).Text() != "Active" || cells.Length() != 3 ||
 		texts(cells) != "— — $0.00" {
 		t.Errorf("member row: status %q, usage cells %q; want active, two dashes and $0.00",
 			row.Find(`[data-testid="member-status"]`).Text(), cells.Text())
