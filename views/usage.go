@@ -16,6 +16,9 @@ type Usage struct {
 	LastSeen   string
 	Budget     Budget
 	TeamBudget string // "the team's budget is used up" when it is, else ""
+	// Shortfalls explain a budget that is not used up yet refuses requests:
+	// one request on a model may cost more than is left.
+	Shortfalls []string
 	Limits     []LimitLine
 	Recent     []RecentRequest
 }
@@ -26,7 +29,7 @@ type LimitLine struct {
 	Value string
 }
 
-// RecentRequest is one ledger row.
+// RecentRequest is one ledger row, or one refused request.
 type RecentRequest struct {
 	At          string
 	Model       string

@@ -54,7 +54,7 @@ func pages() map[string]templ.Component {
 		"confirm": views.ConfirmPage(views.Confirm{Nav: nav, Title: "Sure?", Action: "/x", Fields: map[string]string{"status": "disabled"}}),
 		"dashboard": views.DashboardPage(views.Dashboard{Nav: nav, StreamURL: "/console/dashboard/live", Live: views.DashboardLive{
 			Connected: true, Rows: []views.DashboardRow{{ID: 2, Email: "ada@acme.test", Spend: views.Budget{Spent: "$1.00", Limit: "$4.00", Percent: 25}}},
-			Chart: views.NewChart([]views.ChartMinute{{SpendMicros: 5}, {Throttled: 2}}, func(int64) string { return "0.01" })}}),
+			Chart: views.NewChart([]views.ChartMinute{{SpendMicros: 5}, {Refused: 2}}, func(int64) string { return "0.01" })}}),
 		"member-usage": views.MemberPage(views.Member{Nav: nav, Row: row, Usage: usageVM, Limits: views.LimitsForm{Action: "/l", Subject: "ada"}}),
 		"home-usage":   views.HomePage(views.Home{Nav: nav, Keys: keys, Usage: &usageVM}),
 		"team-limits":  views.TeamLimitsPage(views.TeamLimits{Nav: nav, Form: views.LimitsForm{Team: true, Action: "/t"}}),
@@ -158,9 +158,9 @@ func TestBudgetBarAndChart(t *testing.T) {
 		}
 	}
 	minutes := make([]views.ChartMinute, 60)
-	minutes[10].SpendMicros, minutes[59].SpendMicros, minutes[30].Throttled = 100, 50, 4
+	minutes[10].SpendMicros, minutes[59].SpendMicros, minutes[30].Refused = 100, 50, 4
 	c := views.NewChart(minutes, func(n int64) string { return itoa(n) })
-	if len(c.Bars) != 2 || c.Bars[0].H != 120 || c.Bars[1].H != 60 || c.MaxSpend != "$100" || c.Max429 != "4" {
+	if len(c.Bars) != 2 || c.Bars[0].H != 120 || c.Bars[1].H != 60 || c.MaxSpend != "$100" || c.MaxRefused != "4" {
 		t.Errorf("chart: %+v", c)
 	}
 	if got := len(strings.Fields(c.Line)); got != 60 {
