@@ -10,7 +10,10 @@ import (
 type Dashboard struct {
 	Nav       Nav
 	StreamURL string // the Server-Sent Events stream that pushes Live again
-	Live      DashboardLive
+	// StaleAfter is how many milliseconds without an event make the page say
+	// its figures are not live.
+	StaleAfter string
+	Live       DashboardLive
 }
 
 // DashboardLive is the part of the dashboard the server pushes every second.

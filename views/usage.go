@@ -5,6 +5,7 @@ package views
 type Usage struct {
 	Own        bool   // the viewer's own usage ("you")
 	StreamURL  string // pushes UsageSection again every second; "" when not live
+	StaleAfter string // milliseconds without an event after which the page says it is not live
 	Connected  bool   // live counters were readable
 	Updated    string
 	Requests   string // in the last minute

@@ -53,7 +53,7 @@ func UsageSection(vm Usage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<span class=\"muted small\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<span class=\"muted small\" data-live-updated>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

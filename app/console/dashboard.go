@@ -26,7 +26,7 @@ func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request) {
 	}
 	lt, ok := c.readLive(ctx, v.team.ID)
 	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard),
-		StreamURL: Prefix + "/dashboard/live", Live: dashboardLive(figs, lt, ok)}))
+		StreamURL: Prefix + "/dashboard/live", StaleAfter: c.staleAfter(), Live: dashboardLive(figs, lt, ok)}))
 }
 
 // streamDashboard pushes the dashboard's live part every StreamInterval.

@@ -157,7 +157,7 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 		Tokens: count(lm.LastMinute.Tokens, ok), InFlight: count(lm.InFlight, ok), LastSeen: lastSeen(lm.LastSeen, now, ok),
 		Budget: figs.budget, Limits: describeLimits(figs.limits)}
 	if own {
-		vm.StreamURL = Prefix + "/usage/live"
+		vm.StreamURL, vm.StaleAfter = Prefix+"/usage/live", c.staleAfter()
 	} else {
 		vm.Limits = nil // an owner's view has the limits form instead
 	}
