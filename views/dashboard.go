@@ -9,7 +9,8 @@ import (
 // Dashboard is the owners' live view of the team.
 type Dashboard struct {
 	Nav       Nav
-	StreamURL string // the Server-Sent Events stream that pushes Live again
+	Checklist *Checklist // the team's first steps; nil once done
+	StreamURL string     // the Server-Sent Events stream that pushes Live again
 	// StaleAfter is how many milliseconds without an event make the page say
 	// its figures are not live.
 	StaleAfter string

@@ -44,7 +44,7 @@ func pages() map[string]templ.Component {
 		"accept":  views.InviteAcceptPage(views.InviteAccept{Action: "/console/invite/t", Team: "acme", Email: "ada@acme.test"}),
 		"gone":    views.LinkGonePage(),
 		"error":   views.ErrorPage("Not found", "Nothing here."),
-		"home":    views.HomePage(views.Home{Nav: nav, Keys: keys, Snippets: views.Snippets("https://gw.example", []views.SnippetRoute{{"/anthropic", "anthropic"}})}),
+		"home":    views.HomePage(views.Home{Nav: nav, Keys: keys, Checklist: &views.Checklist{Steps: []views.ChecklistStep{{Label: "Add a route", URL: "/console/routes", Done: true}, {Label: "Invite someone", URL: "/console/members"}}}, Snippets: views.Snippets("https://gw.example", []views.SnippetRoute{{Prefix: "/anthropic", Dialect: "anthropic"}})}),
 		"members": views.MembersPage(views.Members{Nav: nav, Rows: []views.MemberRow{row}, Invite: views.Invite{Link: "https://gw/console/invite/t"}}),
 		"member":  views.MemberPage(views.Member{Nav: nav, Row: row, Keys: views.Keys{}}),
 		"routes":  views.RoutesPage(views.Routes{Nav: nav, Rows: []views.RouteRow{{Prefix: "/anthropic", Header: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"}}, Form: form}),
@@ -102,7 +102,7 @@ func TestPagesAreAccessibleAndSelfContained(t *testing.T) {
 func TestSnippetsCallThisGateway(t *testing.T) {
 	t.Parallel()
 	snippets := views.Snippets("https://gw.example/", []views.SnippetRoute{
-		{"/anthropic", "anthropic"}, {"/openai", "openai"}, {"/team/local", "generic"}})
+		{Prefix: "/anthropic", Dialect: "anthropic"}, {Prefix: "/openai", Dialect: "openai"}, {Prefix: "/team/local", Dialect: "generic"}})
 	var titles []string
 	for _, s := range snippets {
 		titles = append(titles, s.Title)

@@ -25,7 +25,12 @@ func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lt, ok := c.readLive(ctx, v.team.ID)
-	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard),
+	checklist, err := c.checklist(ctx, v.team.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard), Checklist: checklist,
 		StreamURL: Prefix + "/dashboard/live", StaleAfter: c.staleAfter(), Live: dashboardLive(figs, lt, ok)}))
 }
 
