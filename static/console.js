@@ -53,4 +53,37 @@
   document.addEventListener("htmx:sendError", function () {
     flash("Could not reach the gateway. Check your connection and try again.");
   });
+
+  // A live section (sse-connect) says so when its figures stop arriving: the
+  // server pushes every second, so after data-stale-after milliseconds without
+  // an event the section is marked stale and its status line (an aria-live
+  // region) says it is reconnecting; the next event clears both. Reconnecting
+  // itself is the EventSource's (retry: 1000 from the server) and the SSE
+  // extension's (after the stream is closed for good).
+  var loaded = Date.now();
+  function utcTime(ms) { return new Date(ms).toISOString().slice(11, 19) + " UTC"; }
+  // Before the swap: the element an event replaces (outerHTML) is detached by
+  // the time htmx:sseMessage fires.
+  document.addEventListener("htmx:sseBeforeMessage", function (e) {
+    var live = e.target.closest("[sse-connect]");
+    if (live) live.tollgateLastEvent = Date.now();
+  });
+  setInterval(function () {
+    document.querySelectorAll("[sse-connect][data-stale-after]").forEach(function (live) {
+      var last = live.tollgateLastEvent || loaded;
+      var stale = Date.now() - last > Number(live.getAttribute("data-stale-after"));
+      var state = live.querySelector("[data-live-state]");
+      if (stale === live.classList.contains("stale")) return;
+      live.classList.toggle("stale", stale);
+      if (state) {
+        state.textContent = stale ? "Reconnecting to the gateway… These figures are from " + utcTime(last) +
+          " and are not live until it answers again." : "";
+      }
+      if (stale) {
+        live.querySelectorAll("[data-live-updated]").forEach(function (u) {
+          u.textContent = "Not live · last updated " + utcTime(last);
+        });
+      }
+    });
+  }, 1000);
 })();

@@ -9,8 +9,12 @@ import (
 // Dashboard is the owners' live view of the team.
 type Dashboard struct {
 	Nav       Nav
-	StreamURL string // the Server-Sent Events stream that pushes Live again
-	Live      DashboardLive
+	Checklist *Checklist // the team's first steps; nil once done
+	StreamURL string     // the Server-Sent Events stream that pushes Live again
+	// StaleAfter is how many milliseconds without an event make the page say
+	// its figures are not live.
+	StaleAfter string
+	Live       DashboardLive
 }
 
 // DashboardLive is the part of the dashboard the server pushes every second.
@@ -25,6 +29,7 @@ type DashboardLive struct {
 // TeamSummary is the team's line above the table.
 type TeamSummary struct {
 	Requests   string // in the last minute, every member
+	Refused    string // 429s, 402s and every other refusal
 	Throttled  string
 	OverBudget string
 	InFlight   string
@@ -40,6 +45,7 @@ type DashboardRow struct {
 	Status      string // what the row's badge says: active, cut off, over budget, throttled
 	StatusClass string // the badge's class
 	Requests    string // in the last minute
+	Refused     string // refused in the last minute: 429s, 402s and the rest
 	Throttled   string // 429s in the last minute
 	OverBudget  string // 402s in the last minute
 	Tokens      string // in the last minute
@@ -57,6 +63,9 @@ type Budget struct {
 	Resets    string // when the period ends; "" for a total budget
 	Percent   int    // the bar's fill, 0 to 100
 	Over      bool   // spend reached the budget
+	// Short: not used up, but too little is left for one request (see
+	// Usage.Shortfalls); the bar shows red like a spent budget.
+	Short bool
 }
 
 // BudgetBar returns the bar's fill for spent of limit micro-dollars, in whole
@@ -78,15 +87,15 @@ func BudgetBar(spent, limit int64) (percent int, over bool) {
 }
 
 // Chart is a server-rendered SVG of the team's last hour: spend per minute as
-// bars, 429s per minute as a line.
+// bars, refused requests per minute (429s, 402s, 403s, ...) as a line.
 type Chart struct {
-	Label    string // the chart's text alternative
-	Bars     []ChartBar
-	Line     string // the 429 line's points
-	MaxSpend string // the spend axis' top
-	Max429   string // the 429 axis' top
-	Start    string // the first minute, HH:MM UTC
-	End      string // the current minute, HH:MM UTC
+	Label      string // the chart's text alternative
+	Bars       []ChartBar
+	Line       string // the refusals line's points
+	MaxSpend   string // the spend axis' top
+	MaxRefused string // the refusals axis' top
+	Start      string // the first minute, HH:MM UTC
+	End        string // the current minute, HH:MM UTC
 }
 
 // ChartBar is one minute's spend bar; Title is its tooltip.
@@ -99,7 +108,7 @@ type ChartBar struct {
 type ChartMinute struct {
 	Start       time.Time
 	SpendMicros int64
-	Throttled   int64
+	Refused     int64 // requests refused: 429, 402 and the rest
 }
 
 // The chart's drawing area, in SVG user units.
@@ -114,14 +123,14 @@ const (
 // NewChart lays out minutes (oldest first) as a Chart. formatDollars writes an
 // amount of micro-dollars.
 func NewChart(minutes []ChartMinute, formatDollars func(int64) string) Chart {
-	var maxSpend, max429, spend, throttled int64
+	var maxSpend, maxRefused, spend, refused int64
 	for _, m := range minutes {
-		maxSpend, max429 = max(maxSpend, m.SpendMicros), max(max429, m.Throttled)
+		maxSpend, maxRefused = max(maxSpend, m.SpendMicros), max(maxRefused, m.Refused)
 		spend += m.SpendMicros
-		throttled += m.Throttled
+		refused += m.Refused
 	}
-	c := Chart{MaxSpend: "$" + formatDollars(maxSpend), Max429: strconv.FormatInt(max429, 10),
-		Label: "Last hour: $" + formatDollars(spend) + " spent, " + strconv.FormatInt(throttled, 10) + " requests answered 429."}
+	c := Chart{MaxSpend: "$" + formatDollars(maxSpend), MaxRefused: strconv.FormatInt(maxRefused, 10),
+		Label: "Last hour: $" + formatDollars(spend) + " spent, " + strconv.FormatInt(refused, 10) + " requests refused (429, 402 or another refusal)."}
 	if len(minutes) > 0 {
 		c.Start = minutes[0].Start.UTC().Format("15:04")
 		c.End = minutes[len(minutes)-1].Start.UTC().Format("15:04")
@@ -133,11 +142,11 @@ func NewChart(minutes []ChartMinute, formatDollars func(int64) string) Chart {
 		if m.SpendMicros > 0 {
 			h := max(int(m.SpendMicros*chartHeight/maxSpend), 1)
 			c.Bars = append(c.Bars, ChartBar{X: x + 1, Y: bottom - h, H: h,
-				Title: m.Start.UTC().Format("15:04") + " UTC: $" + formatDollars(m.SpendMicros) + ", " + strconv.FormatInt(m.Throttled, 10) + " × 429"})
+				Title: m.Start.UTC().Format("15:04") + " UTC: $" + formatDollars(m.SpendMicros) + ", " + strconv.FormatInt(m.Refused, 10) + " refused"})
 		}
 		y := bottom
-		if max429 > 0 {
-			y = bottom - int(m.Throttled*chartHeight/max429)
+		if maxRefused > 0 {
+			y = bottom - int(m.Refused*chartHeight/maxRefused)
 		}
 		points = append(points, strconv.Itoa(x+chartStep/2)+","+strconv.Itoa(y))
 	}

@@ -7,11 +7,12 @@ import (
 
 // Home is a member's own page.
 type Home struct {
-	Nav      Nav
-	Disabled bool // cut off by an owner
-	Keys     Keys
-	Usage    *Usage // live over the usage stream
-	Snippets []Snippet
+	Nav       Nav
+	Checklist *Checklist // an owner's team's first steps; nil once done, and for members
+	Disabled  bool       // cut off by an owner
+	Keys      Keys
+	Usage     *Usage // live over the usage stream
+	Snippets  []Snippet
 }
 
 // Snippet is ready-to-paste code that calls the gateway.
@@ -24,6 +25,9 @@ type Snippet struct {
 type SnippetRoute struct {
 	Prefix  string
 	Dialect string // anthropic, openai or generic
+	// MissingCredential names the credential variable the route needs and the
+	// gateway lacks: every call on it answers 503. "" when the route works.
+	MissingCredential string
 }
 
 // Snippets returns code for the official SDKs and curl, pointed at each of the
@@ -33,19 +37,23 @@ func Snippets(baseURL string, routes []SnippetRoute) []Snippet {
 	var out []Snippet
 	for _, r := range routes {
 		url := baseURL + r.Prefix
+		where := " (" + r.Prefix + ")"
+		if r.MissingCredential != "" {
+			where = " (" + r.Prefix + ": answers 503 until the gateway has $" + r.MissingCredential + ")"
+		}
 		switch r.Dialect {
 		case "anthropic":
 			out = append(out,
-				Snippet{"Anthropic SDK, Python (" + r.Prefix + ")", fmt.Sprintf(anthropicPython, url)},
-				Snippet{"Anthropic SDK, TypeScript (" + r.Prefix + ")", fmt.Sprintf(anthropicTS, url)},
-				Snippet{"curl (" + r.Prefix + ")", fmt.Sprintf(anthropicCurl, url)})
+				Snippet{"Anthropic SDK, Python" + where, fmt.Sprintf(anthropicPython, url)},
+				Snippet{"Anthropic SDK, TypeScript" + where, fmt.Sprintf(anthropicTS, url)},
+				Snippet{"curl" + where, fmt.Sprintf(anthropicCurl, url)})
 		case "openai":
 			out = append(out,
-				Snippet{"OpenAI SDK, Python (" + r.Prefix + ")", fmt.Sprintf(openaiPython, url+"/v1")},
-				Snippet{"OpenAI SDK, TypeScript (" + r.Prefix + ")", fmt.Sprintf(openaiTS, url+"/v1")},
-				Snippet{"curl (" + r.Prefix + ")", fmt.Sprintf(openaiCurl, url)})
+				Snippet{"OpenAI SDK, Python" + where, fmt.Sprintf(openaiPython, url+"/v1")},
+				Snippet{"OpenAI SDK, TypeScript" + where, fmt.Sprintf(openaiTS, url+"/v1")},
+				Snippet{"curl" + where, fmt.Sprintf(openaiCurl, url)})
 		default:
-			out = append(out, Snippet{"curl (" + r.Prefix + ")", fmt.Sprintf(genericCurl, url)})
+			out = append(out, Snippet{"curl" + where, fmt.Sprintf(genericCurl, url)})
 		}
 	}
 	return out
@@ -116,3 +124,23 @@ const openaiCurl = `curl %s/v1/chat/completions \
 
 const genericCurl = `curl %s/ \
   -H "Authorization: Bearer $TOLLGATE_KEY"`
+
+// Checklist is a new team's first steps, shown to owners until all are done.
+type Checklist struct {
+	Steps []ChecklistStep
+}
+
+// ChecklistStep is one step, with where to do it.
+type ChecklistStep struct {
+	Label string
+	Hint  string
+	URL   string
+	Done  bool
+}
+
+func boolAttr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

@@ -12,12 +12,24 @@ type MemberRow struct {
 	ID        int64
 	Email     string
 	Role      string
-	Status    string // active or disabled
+	Status    string // active or disabled, as stored; StatusLabel is what the page says
 	Keys      int    // keys that still work
 	URL       string
 	StatusURL string
 	Self      bool // the viewer: they cannot cut themselves off
 	Usage     *MemberUsage
+}
+
+// StatusLabel is the member's state as the console names it everywhere:
+// "Active" or "Cut off" (never the stored word, "disabled").
+func (m MemberRow) StatusLabel() string { return MemberStateLabel(m.Status) }
+
+// MemberStateLabel names a stored member status.
+func MemberStateLabel(status string) string {
+	if status == "active" {
+		return "Active"
+	}
+	return "Cut off"
 }
 
 // MemberUsage is a member's traffic in the last minute and spend this budget

@@ -5,6 +5,7 @@ package views
 type Usage struct {
 	Own        bool   // the viewer's own usage ("you")
 	StreamURL  string // pushes UsageSection again every second; "" when not live
+	StaleAfter string // milliseconds without an event after which the page says it is not live
 	Connected  bool   // live counters were readable
 	Updated    string
 	Requests   string // in the last minute
@@ -16,6 +17,9 @@ type Usage struct {
 	LastSeen   string
 	Budget     Budget
 	TeamBudget string // "the team's budget is used up" when it is, else ""
+	// Shortfalls explain a budget that is not used up yet refuses requests:
+	// one request on a model may cost more than is left.
+	Shortfalls []string
 	Limits     []LimitLine
 	Recent     []RecentRequest
 }
@@ -26,7 +30,7 @@ type LimitLine struct {
 	Value string
 }
 
-// RecentRequest is one ledger row.
+// RecentRequest is one ledger row, or one refused request.
 type RecentRequest struct {
 	At          string
 	Model       string

@@ -44,16 +44,17 @@ func pages() map[string]templ.Component {
 		"accept":  views.InviteAcceptPage(views.InviteAccept{Action: "/console/invite/t", Team: "acme", Email: "ada@acme.test"}),
 		"gone":    views.LinkGonePage(),
 		"error":   views.ErrorPage("Not found", "Nothing here."),
-		"home":    views.HomePage(views.Home{Nav: nav, Keys: keys, Snippets: views.Snippets("https://gw.example", []views.SnippetRoute{{"/anthropic", "anthropic"}})}),
+		"home":    views.HomePage(views.Home{Nav: nav, Keys: keys, Checklist: &views.Checklist{Steps: []views.ChecklistStep{{Label: "Add a route", URL: "/console/routes", Done: true}, {Label: "Invite someone", URL: "/console/members"}}}, Snippets: views.Snippets("https://gw.example", []views.SnippetRoute{{Prefix: "/anthropic", Dialect: "anthropic"}})}),
 		"members": views.MembersPage(views.Members{Nav: nav, Rows: []views.MemberRow{row}, Invite: views.Invite{Link: "https://gw/console/invite/t"}}),
 		"member":  views.MemberPage(views.Member{Nav: nav, Row: row, Keys: views.Keys{}}),
 		"routes":  views.RoutesPage(views.Routes{Nav: nav, Rows: []views.RouteRow{{Prefix: "/anthropic", Header: "x-api-key", CredentialEnv: "ANTHROPIC_API_KEY"}}, Form: form}),
 		"route":   views.RouteEditPage(views.RouteEdit{Nav: nav, Form: views.RouteForm{Action: "/console/routes/1"}}),
-		"audit":   views.AuditPage(views.Audit{Nav: nav, Rows: []views.AuditRow{{Action: "key.issue", Detail: "{}"}}}),
+		"audit": views.AuditPage(views.Audit{Nav: nav, Rows: []views.AuditRow{{At: "2026-01-02 03:04:05", Sentence: "owner@acme.test cut off ada@acme.test."}},
+			Members: []views.Option{{Value: "2", Label: "ada@acme.test"}}, Actions: []views.Option{{Value: "member.status", Label: "Cut off or restored"}}, Older: "/console/audit?before=3"}),
 		"confirm": views.ConfirmPage(views.Confirm{Nav: nav, Title: "Sure?", Action: "/x", Fields: map[string]string{"status": "disabled"}}),
 		"dashboard": views.DashboardPage(views.Dashboard{Nav: nav, StreamURL: "/console/dashboard/live", Live: views.DashboardLive{
 			Connected: true, Rows: []views.DashboardRow{{ID: 2, Email: "ada@acme.test", Spend: views.Budget{Spent: "$1.00", Limit: "$4.00", Percent: 25}}},
-			Chart: views.NewChart([]views.ChartMinute{{SpendMicros: 5}, {Throttled: 2}}, func(int64) string { return "0.01" })}}),
+			Chart: views.NewChart([]views.ChartMinute{{SpendMicros: 5}, {Refused: 2}}, func(int64) string { return "0.01" })}}),
 		"member-usage": views.MemberPage(views.Member{Nav: nav, Row: row, Usage: usageVM, Limits: views.LimitsForm{Action: "/l", Subject: "ada"}}),
 		"home-usage":   views.HomePage(views.Home{Nav: nav, Keys: keys, Usage: &usageVM}),
 		"team-limits":  views.TeamLimitsPage(views.TeamLimits{Nav: nav, Form: views.LimitsForm{Team: true, Action: "/t"}}),
@@ -101,7 +102,7 @@ func TestPagesAreAccessibleAndSelfContained(t *testing.T) {
 func TestSnippetsCallThisGateway(t *testing.T) {
 	t.Parallel()
 	snippets := views.Snippets("https://gw.example/", []views.SnippetRoute{
-		{"/anthropic", "anthropic"}, {"/openai", "openai"}, {"/team/local", "generic"}})
+		{Prefix: "/anthropic", Dialect: "anthropic"}, {Prefix: "/openai", Dialect: "openai"}, {Prefix: "/team/local", Dialect: "generic"}})
 	var titles []string
 	for _, s := range snippets {
 		titles = append(titles, s.Title)
@@ -157,9 +158,9 @@ func TestBudgetBarAndChart(t *testing.T) {
 		}
 	}
 	minutes := make([]views.ChartMinute, 60)
-	minutes[10].SpendMicros, minutes[59].SpendMicros, minutes[30].Throttled = 100, 50, 4
+	minutes[10].SpendMicros, minutes[59].SpendMicros, minutes[30].Refused = 100, 50, 4
 	c := views.NewChart(minutes, func(n int64) string { return itoa(n) })
-	if len(c.Bars) != 2 || c.Bars[0].H != 120 || c.Bars[1].H != 60 || c.MaxSpend != "$100" || c.Max429 != "4" {
+	if len(c.Bars) != 2 || c.Bars[0].H != 120 || c.Bars[1].H != 60 || c.MaxSpend != "$100" || c.MaxRefused != "4" {
 		t.Errorf("chart: %+v", c)
 	}
 	if got := len(strings.Fields(c.Line)); got != 60 {

@@ -25,8 +25,13 @@ func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lt, ok := c.readLive(ctx, v.team.ID)
-	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard),
-		StreamURL: Prefix + "/dashboard/live", Live: dashboardLive(figs, lt, ok)}))
+	checklist, err := c.checklist(ctx, v.team.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard), Checklist: checklist,
+		StreamURL: Prefix + "/dashboard/live", StaleAfter: c.staleAfter(), Live: dashboardLive(figs, lt, ok)}))
 }
 
 // streamDashboard pushes the dashboard's live part every StreamInterval.
@@ -48,13 +53,14 @@ func (c *Console) streamDashboard(w http.ResponseWriter, r *http.Request) {
 func dashboardLive(figs teamFigures, lt live.Team, ok bool) views.DashboardLive {
 	now := time.Now().UTC()
 	vm := views.DashboardLive{Updated: now.Format("15:04:05") + " UTC", Connected: ok,
-		Team: views.TeamSummary{Requests: count(lt.LastMinute.Requests, ok), Throttled: count(lt.LastMinute.Throttled, ok),
+		Team: views.TeamSummary{Requests: count(lt.LastMinute.Requests, ok), Refused: count(refused(lt.LastMinute), ok),
+			Throttled:  count(lt.LastMinute.Throttled, ok),
 			OverBudget: count(lt.LastMinute.OverBudget, ok), InFlight: count(lt.InFlight, ok),
 			Spend: figs.teamBudget(), LimitsURL: Prefix + "/team/limits"}}
 	for _, m := range figs.members {
 		lm := lt.Members[m.ID]
 		row := views.DashboardRow{ID: m.ID, Email: m.Email, URL: Prefix + "/members/" + strconv.FormatInt(m.ID, 10),
-			Requests: count(lm.LastMinute.Requests, ok), Throttled: count(lm.LastMinute.Throttled, ok),
+			Requests: count(lm.LastMinute.Requests, ok), Refused: count(refused(lm.LastMinute), ok), Throttled: count(lm.LastMinute.Throttled, ok),
 			OverBudget: count(lm.LastMinute.OverBudget, ok), Tokens: count(lm.LastMinute.Tokens, ok),
 			InFlight: count(lm.InFlight, ok), Spend: figs.memberBudget(m.ID), LastSeen: lastSeen(lm.LastSeen, now, ok)}
 		row.Status, row.StatusClass = memberState(m, row.Spend, lm)
@@ -62,22 +68,33 @@ func dashboardLive(figs teamFigures, lt live.Team, ok bool) views.DashboardLive 
 	}
 	minutes := make([]views.ChartMinute, len(lt.Hour))
 	for i, m := range lt.Hour {
-		minutes[i] = views.ChartMinute{Start: m.Start, SpendMicros: m.SpendMicros, Throttled: m.Throttled}
+		minutes[i] = views.ChartMinute{Start: m.Start, SpendMicros: m.SpendMicros, Refused: refused(m.Counts)}
 	}
 	vm.Chart = views.NewChart(minutes, store.FormatDollars)
 	return vm
 }
 
-// memberState is the dashboard's status badge: cut off, over budget,
-// throttled (429s in the last minute) or active.
+// refused is every request of c the gateway did not answer with the
+// upstream's success: 429s, 402s and the other refusals (403 cut off, 401
+// revoked key, 503 no credential, ...).
+func refused(c live.Counts) int64 { return c.Throttled + c.OverBudget + c.Refused }
+
+// memberState is the dashboard's status badge: cut off, over budget, budget
+// too low (402s in the last minute, with budget left: one request may cost
+// more than what is left), throttled (429s in the last minute), refused
+// (other refusals in the last minute) or active.
 func memberState(m store.Member, b views.Budget, lm live.Member) (label, class string) {
 	switch {
 	case m.Status != store.StatusActive:
-		return "cut off", "disabled"
+		return "Cut off", "disabled"
 	case b.Over:
-		return "over budget", "disabled"
+		return "Over budget", "disabled"
+	case lm.LastMinute.OverBudget > 0:
+		return "Budget too low", "disabled"
 	case lm.LastMinute.Throttled > 0:
-		return "throttled", "grace"
+		return "Throttled", "grace"
+	case lm.LastMinute.Refused > 0:
+		return "Refused", "grace"
 	}
-	return "active", "active"
+	return "Active", "active"
 }

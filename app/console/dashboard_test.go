@@ -84,7 +84,7 @@ func TestDashboardStreamAcrossReplicas(t *testing.T) {
 	if first.name != "dashboard" || !strings.HasPrefix(first.data, `<div id="dashboard-live" sse-swap="dashboard"`) {
 		t.Fatalf("first event %q:\n%.300s", first.name, first.data)
 	}
-	if r := row(t, first.data, "ada@acme.test"); cell(r, "live-requests") != "0" || cell(r, "live-status") != "active" {
+	if r := row(t, first.data, "ada@acme.test"); cell(r, "live-requests") != "0" || cell(r, "live-status") != "Active" {
 		t.Fatalf("ada before any traffic: requests %q, status %q", cell(r, "live-requests"), cell(r, "live-status"))
 	}
 
@@ -101,7 +101,7 @@ func TestDashboardStreamAcrossReplicas(t *testing.T) {
 			if took := time.Since(sent); took > 2*time.Second {
 				t.Errorf("traffic reached the dashboard after %v, want within 2s", took)
 			}
-			if cell(r, "live-429") != "1" || cell(r, "live-tokens") != "15" || cell(r, "live-status") != "throttled" {
+			if cell(r, "live-429") != "1" || cell(r, "live-tokens") != "15" || cell(r, "live-status") != "Throttled" {
 				t.Errorf("ada's row: 429s %q, tokens %q, status %q", cell(r, "live-429"), cell(r, "live-tokens"), cell(r, "live-status"))
 			}
 			break

@@ -149,11 +149,24 @@ func lastSeen(t, now time.Time, ok bool) string {
 	return formatTime(t)
 }
 
+// perPeriod is a rate period in words: "minute", "second", else "5m".
+func perPeriod(d time.Duration) string {
+	switch d {
+	case time.Second:
+		return "second"
+	case time.Minute:
+		return "minute"
+	case time.Hour:
+		return "hour"
+	}
+	return formatPeriod(d)
+}
+
 // describeLimits is limits in words, one line per kind.
 func describeLimits(l store.Limits) []views.LimitLine {
 	rate := "no limit"
 	if l.RateLimit > 0 {
-		rate = fmt.Sprintf("%d per %s", l.RateLimit, formatPeriod(l.RatePeriod))
+		rate = fmt.Sprintf("%d per %s", l.RateLimit, perPeriod(l.RatePeriod))
 		switch {
 		case l.RateAlgorithm == string(limiter.AlgorithmSlidingWindow):
 			rate += " (sliding window)"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +142,30 @@ func TestBrowserJourney(t *testing.T) {
 	}
 	j.shot(t, owner, "07-dashboard-live")
 
+	// The gateway goes away: within a few seconds the dashboard says its
+	// figures are not live, and it recovers by itself when the gateway is back.
+	j.down.Store(true)
+	j.srv.CloseClientConnections()
+	cut := time.Now()
+	j.do(t, owner, "see the dashboard say it is reconnecting",
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="live-state"]').textContent.includes('Reconnecting') &&
+			document.querySelector('[data-testid="updated"]').textContent.includes('Not live') &&
+			document.querySelector('[data-testid="dashboard"]').classList.contains('stale')`,
+			chromedp.WithPollingTimeout(10*time.Second)))
+	if took := time.Since(cut); took > 6*time.Second {
+		t.Errorf("the dashboard said it was not live after %v, want within a few seconds", took)
+	}
+	j.shot(t, owner, "07b-dashboard-reconnecting")
+	j.down.Store(false)
+	j.do(t, owner, "see the dashboard live again",
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid="live-state"]').textContent === '' &&
+			document.querySelector('[data-testid="updated"]').textContent.includes('Live · updated') &&
+			!document.querySelector('[data-testid="dashboard"]').classList.contains('stale')`,
+			chromedp.WithPollingTimeout(15*time.Second)))
+	if reloaded, err := chromedp.Run(owner, chromedp.Evaluate[bool](`window.tollgateNoReload !== true`)); err != nil || reloaded {
+		t.Errorf("the dashboard reloaded to recover (%v)", err)
+	}
+
 	// The owner sets ada's limits: 4 requests a minute, a daily budget.
 	j.do(t, owner, "set the member's limits",
 		chromedp.Click(chromedp.CSS(ada+`a`)),
@@ -210,8 +235,8 @@ func TestBrowserJourney(t *testing.T) {
 	j.phoneShot(t, member, "12-member-cut-off-phone")
 	j.do(t, owner, "see the cut-off on the dashboard", chromedp.Navigate(j.url+"/console/dashboard"),
 		chromedp.WaitVisible(chromedp.CSS(ada+`[data-testid="live-status"]`)))
-	if got := j.text(t, owner, ada+`[data-testid="live-status"]`); got != "cut off" {
-		t.Errorf("ada's status on the dashboard: %q, want cut off", got)
+	if got := j.text(t, owner, ada+`[data-testid="live-status"]`); got != "Cut off" {
+		t.Errorf("ada's status on the dashboard: %q, want Cut off", got)
 	}
 	j.phoneShot(t, owner, "13-dashboard-phone")
 
@@ -244,6 +269,8 @@ func TestBrowserJourney(t *testing.T) {
 // app.Routes mounts them, in front of a mock provider.
 type journey struct {
 	st      *store.Store
+	srv     *httptest.Server
+	down    atomic.Bool // the server drops every connection, as if the gateway were gone
 	url     string
 	mockURL string
 	browser context.Context
@@ -266,7 +293,7 @@ func startJourney(t *testing.T) *journey {
 	srv := httptest.NewUnstartedServer(nil)
 	// The replica's own store mirrors revocations and cut-offs to its limiter,
 	// as the console's writes will in app.New.
-	j := &journey{st: gw.App.Store, url: "http://" + srv.Listener.Addr().String(), mockURL: upstream.URL}
+	j := &journey{st: gw.App.Store, srv: srv, url: "http://" + srv.Listener.Addr().String(), mockURL: upstream.URL}
 	// This console is another replica: it reads the live figures from Redis.
 	c := console.New(console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
 		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] },
@@ -275,7 +302,15 @@ func startJourney(t *testing.T) *journey {
 	r := chi.NewRouter()
 	c.Mount(r)
 	r.Handle("/*", gw.App.Routes())
-	srv.Config.Handler = r
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if j.down.Load() {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		r.ServeHTTP(w, req)
+	})
 	srv.Start()
 	t.Cleanup(srv.Close)
 

@@ -149,9 +149,31 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 		c.fail(w, r, err)
 		return
 	}
+	// Routes that forward first: the first snippet, the one shown open, is one
+	// that works.
 	var snippetRoutes []views.SnippetRoute
 	for _, rt := range routes {
-		snippetRoutes = append(snippetRoutes, views.SnippetRoute{Prefix: rt.Prefix, Dialect: rt.Dialect})
+		sr := views.SnippetRoute{Prefix: rt.Prefix, Dialect: rt.Dialect}
+		if !c.routeWorks(rt) {
+			sr.MissingCredential = rt.CredentialEnv
+		}
+		snippetRoutes = append(snippetRoutes, sr)
+	}
+	slices.SortStableFunc(snippetRoutes, func(a, b views.SnippetRoute) int {
+		switch aWorks, bWorks := a.MissingCredential == "", b.MissingCredential == ""; {
+		case aWorks == bWorks:
+			return 0
+		case aWorks:
+			return -1
+		}
+		return 1
+	})
+	var checklist *views.Checklist
+	if v.owner() {
+		if checklist, err = c.checklist(ctx, v.team.ID); err != nil {
+			c.fail(w, r, err)
+			return
+		}
 	}
 	figs, err := c.readMemberFigures(ctx, v.team.ID, m.ID)
 	if err != nil {
@@ -159,7 +181,7 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	usage := c.usageView(ctx, v.team.ID, m.ID, figs, true)
-	home := views.Home{Nav: nav(v, views.TabKeys), Disabled: m.Status != store.StatusActive, Keys: keys,
+	home := views.Home{Nav: nav(v, views.TabKeys), Checklist: checklist, Disabled: m.Status != store.StatusActive, Keys: keys,
 		Usage: &usage, Snippets: views.Snippets(c.publicURL, snippetRoutes)}
 	c.render(w, r, status, views.HomePage(home))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,14 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, event string, n
 			}
 		}
 	}
+}
+
+// staleAfter is how long a page waits for the next event, in milliseconds,
+// before it says its figures are not live: three missed pushes and a second
+// to spare, so a stream's end and the browser's reconnect (a second) pass
+// quietly, while a gateway that is down shows within a few seconds.
+func (c *Console) staleAfter() string {
+	return strconv.FormatInt((3*c.streamInterval + time.Second).Milliseconds(), 10)
 }
 
 // renderEvent is one Server-Sent Event carrying the HTML next renders, one

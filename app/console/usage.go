@@ -1,8 +1,12 @@
 package console
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -33,6 +37,11 @@ type memberFigures struct {
 	// ("" for a total budget); nil while it is not.
 	teamOver *string
 	recent   []proxy.LedgerEntry
+	// refused is the member's latest refusals, which the ledger never sees.
+	refused []live.Refusal
+	// short says, per model the member used lately, that one request may cost
+	// more than their budget has left, so every such request is refused (402).
+	short []string
 }
 
 func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64) (memberFigures, error) {
@@ -44,8 +53,78 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 	if tb := team.teamBudget(); tb.Over {
 		f.teamOver = &tb.Resets
 	}
-	f.recent, err = c.st.Ledger(ctx, teamID, &memberID, team.at.Add(-recentWindow), recentRequests)
-	return f, err
+	if f.recent, err = c.st.Ledger(ctx, teamID, &memberID, team.at.Add(-recentWindow), recentRequests); err != nil {
+		return f, err
+	}
+	if c.live != nil {
+		if f.refused, err = c.live.Refusals(ctx, teamID, memberID); err != nil {
+			c.log.Debug("console: live refusals", "err", err)
+			f.refused = nil
+		}
+	}
+	if f.limits.Budget != nil {
+		left := max(*f.limits.Budget-team.spend[f.limits.BudgetPeriod][memberID], 0)
+		if f.short, err = c.shortfalls(ctx, left, f.budget.Resets, f.recent, f.refused); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// shortfallModels is how many of a member's recent models are checked
+// against their budget.
+const shortfallModels = 3
+
+// shortfalls explains budgets that look fine but refuse every request: for each
+// model the member used lately, newest first, if the most one request may cost
+// (the hold the gateway places before forwarding) is more than left, a
+// sentence saying so. The hold is the one the gateway placed on the member's
+// last refused request when there is one, else the gateway's estimate
+// (proxy/estimate) for a request that sets no max_tokens.
+func (c *Console) shortfalls(ctx context.Context, left int64, resets string, recent []proxy.LedgerEntry, refused []live.Refusal) ([]string, error) {
+	holds := map[string]int64{} // model → worst-case hold seen on a 402
+	var models []string
+	for _, r := range refused {
+		if r.Model == "" {
+			continue
+		}
+		if _, ok := holds[r.Model]; !ok {
+			models = append(models, r.Model)
+			holds[r.Model] = 0
+		}
+		if r.Status == http.StatusPaymentRequired && r.HoldMicros > 0 && holds[r.Model] == 0 {
+			holds[r.Model] = r.HoldMicros
+		}
+	}
+	for _, e := range recent {
+		if _, ok := holds[e.Model]; !ok && e.Model != "" {
+			models = append(models, e.Model)
+			holds[e.Model] = 0
+		}
+	}
+	until := "until the budget resets at " + resets
+	if resets == "" {
+		until = "until an owner raises the budget"
+	}
+	var out []string
+	for _, model := range models[:min(len(models), shortfallModels)] {
+		hold, how := holds[model], ""
+		if hold == 0 {
+			p, err := c.st.Price(ctx, model)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // unpriced: not held, so never refused for its cost
+			}
+			if err != nil {
+				return nil, err
+			}
+			hold, how = p.Estimate().Hold(1, p.MaxOutputTokens), " without max_tokens"
+		}
+		if hold > left {
+			out = append(out, fmt.Sprintf("Requests on %s%s may cost up to %s; %s left, so the gateway refuses them (402) %s. "+
+				"A smaller max_tokens holds less.", model, how, dollars(hold), dollars(left), until))
+		}
+	}
+	return out, nil
 }
 
 // streamUsage pushes the viewer's own usage every StreamInterval. It takes no
@@ -78,7 +157,7 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 		Tokens: count(lm.LastMinute.Tokens, ok), InFlight: count(lm.InFlight, ok), LastSeen: lastSeen(lm.LastSeen, now, ok),
 		Budget: figs.budget, Limits: describeLimits(figs.limits)}
 	if own {
-		vm.StreamURL = Prefix + "/usage/live"
+		vm.StreamURL, vm.StaleAfter = Prefix+"/usage/live", c.staleAfter()
 	} else {
 		vm.Limits = nil // an owner's view has the limits form instead
 	}
@@ -89,10 +168,70 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 		}
 		vm.TeamBudget += "."
 	}
-	for _, e := range figs.recent {
-		vm.Recent = append(vm.Recent, recentRow(e))
-	}
+	vm.Shortfalls = figs.short
+	vm.Budget.Short = len(figs.short) > 0
+	vm.Recent = recentRows(figs.recent, figs.refused)
 	return vm
+}
+
+// recentRows merges ledger rows and refusals, newest first, at most
+// recentRequests of them.
+func recentRows(ledger []proxy.LedgerEntry, refused []live.Refusal) []views.RecentRequest {
+	type dated struct {
+		at  time.Time
+		row views.RecentRequest
+	}
+	var all []dated
+	for _, e := range ledger {
+		all = append(all, dated{e.CreatedAt, recentRow(e)})
+	}
+	for _, r := range refused {
+		all = append(all, dated{r.At, refusalRow(r)})
+	}
+	slices.SortStableFunc(all, func(a, b dated) int { return b.at.Compare(a.at) })
+	var rows []views.RecentRequest
+	for _, d := range all[:min(len(all), recentRequests)] {
+		rows = append(rows, d.row)
+	}
+	return rows
+}
+
+// refusalRow is a refused request: nothing was forwarded or charged.
+func refusalRow(r live.Refusal) views.RecentRequest {
+	row := views.RecentRequest{At: r.At.UTC().Format("Jan 2 15:04:05"), Model: cmp.Or(r.Model, "—"), Input: "—", Output: "—",
+		CacheWrite: "—", CacheRead: "—", Cost: "$0", Status: strconv.Itoa(r.Status) + " refused: " + refusalWords(r.Code),
+		StatusClass: "revoked"}
+	if r.HoldMicros > 0 {
+		row.Cost = "$0 (needed " + dollars(r.HoldMicros) + ")"
+	}
+	return row
+}
+
+// refusalWords names the control that refused a request.
+func refusalWords(code string) string {
+	switch code {
+	case "budget":
+		return "budget"
+	case "rate":
+		return "rate limit"
+	case "tpm":
+		return "tokens per minute"
+	case "concurrency", "member_in_flight":
+		return "too many in flight"
+	case "cut_off":
+		return "cut off"
+	case "revoked":
+		return "key revoked"
+	case "expired":
+		return "key expired"
+	case "no_route":
+		return "no such route"
+	case "no_credential":
+		return "no provider credential"
+	case "bad_body", "bad_request":
+		return "bad request"
+	}
+	return "gateway unavailable"
 }
 
 func recentRow(e proxy.LedgerEntry) views.RecentRequest {

@@ -38,17 +38,39 @@ func (q *Queries) AuditLogInsert(ctx context.Context, db DBTX, arg AuditLogInser
 const auditLogList = `-- name: AuditLogList :many
 SELECT id, team_id, actor, action, target, before, after, at FROM audit_log
 WHERE ($1::bigint IS NULL OR team_id = $1)
+  AND ($2::text IS NULL OR action = $2)
+  AND ($3::text IS NULL OR actor = $3
+       OR target = $4::text
+       OR after->>'member_id' = $5::text
+       OR before->>'member_id' = $5::text)
+  AND ($6::bigint IS NULL OR id < $6)
 ORDER BY id DESC
-LIMIT $2
+LIMIT $7
 `
 
 type AuditLogListParams struct {
-	TeamID  *int64
-	MaxRows int32
+	TeamID      *int64
+	Action      *string
+	MemberActor *string
+	MemberEmail *string
+	MemberID    *string
+	BeforeID    *int64
+	MaxRows     int32
 }
 
+// The newest entries, optionally of one team, of one action, about one member
+// (made by them, naming them as the target, or about one of their keys), and
+// older than @before_id, the keyset of the page before.
 func (q *Queries) AuditLogList(ctx context.Context, db DBTX, arg AuditLogListParams) ([]AuditLog, error) {
-	rows, err := db.Query(ctx, auditLogList, arg.TeamID, arg.MaxRows)
+	rows, err := db.Query(ctx, auditLogList,
+		arg.TeamID,
+		arg.Action,
+		arg.MemberActor,
+		arg.MemberEmail,
+		arg.MemberID,
+		arg.BeforeID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ func (s *Stats) Flush(ctx context.Context) error {
 	}
 	now := s.opts.Now()
 	s.mu.Lock()
-	counts, seen := s.counts, s.seen
-	s.counts, s.seen = map[slotKey]Counts{}, map[memberKey]int64{}
+	counts, seen, refusals := s.counts, s.seen, s.refusals
+	s.counts, s.seen, s.refusals = map[slotKey]Counts{}, map[memberKey]int64{}, map[memberKey][]Refusal{}
 	inflight := map[int64]map[int64]int64{} // team → member → requests in flight
 	for k, n := range s.inflight {
 		if s.dirty[k.team] || n > 0 {
@@ -33,7 +33,7 @@ func (s *Stats) Flush(ctx context.Context) error {
 	dirty := s.dirty
 	s.dirty = map[int64]bool{}
 	s.mu.Unlock()
-	if len(counts) == 0 && len(seen) == 0 && len(inflight) == 0 {
+	if len(counts) == 0 && len(seen) == 0 && len(inflight) == 0 && len(refusals) == 0 {
 		return nil
 	}
 
@@ -41,6 +41,7 @@ func (s *Stats) Flush(ctx context.Context) error {
 		s.writeCounts(ctx, p, counts)
 		s.writeSeen(ctx, p, seen)
 		s.writeInFlight(ctx, p, inflight, now)
+		s.writeRefusals(ctx, p, refusals)
 		return nil
 	})
 
@@ -48,6 +49,10 @@ func (s *Stats) Flush(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.restoreLocked(counts, seen, dirty, now)
+		for k, older := range refusals {
+			list := append(s.refusals[k], older...)
+			s.refusals[k] = list[:min(len(list), KeptRefusals)]
+		}
 		if !s.failing {
 			s.opts.Logger.Warn("live: flush to Redis failed; the dashboard lags until it recovers", "err", err)
 		}

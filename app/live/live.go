@@ -21,6 +21,8 @@
 //	                                            counts (score: unix ms), pruned after 1h
 //	<prefix>{t:<team>}:live:seen                zset member → last seen (unix ms), ZADD GT
 //
+//	<prefix>{t:<team>}:live:refused:<member>    list of the member's latest refusals (refusals.go)
+//
 // Counters c: r requests, t 429s, b 402s, x other refusals, k tokens, s spend µ$.
 // These are live figures, lost if Redis is; money that matters is in the ledger.
 package live
@@ -137,12 +139,13 @@ type Stats struct {
 	opts Options
 
 	mu       sync.Mutex
-	counts   map[slotKey]Counts  // with Redis: not yet flushed; without: the last 2h
-	seen     map[memberKey]int64 // unix ms; with Redis: not yet flushed
-	inflight map[memberKey]int64 // this replica's requests in flight
-	dirty    map[int64]bool      // teams whose in-flight counts changed since the last flush
-	pruned   int64               // the minute the in-process counts were last pruned
-	failing  bool                // the last flush failed (logged once until it recovers)
+	counts   map[slotKey]Counts      // with Redis: not yet flushed; without: the last 2h
+	seen     map[memberKey]int64     // unix ms; with Redis: not yet flushed
+	inflight map[memberKey]int64     // this replica's requests in flight
+	dirty    map[int64]bool          // teams whose in-flight counts changed since the last flush
+	refusals map[memberKey][]Refusal // newest first; with Redis: not yet flushed
+	pruned   int64                   // the minute the in-process counts were last pruned
+	failing  bool                    // the last flush failed (logged once until it recovers)
 }
 
 var _ proxy.Observer = (*Stats)(nil)
@@ -161,7 +164,7 @@ func New(rdb redis.UniversalClient, o Options) *Stats {
 		o.Now = time.Now
 	}
 	return &Stats{rdb: rdb, opts: o, counts: map[slotKey]Counts{}, seen: map[memberKey]int64{},
-		inflight: map[memberKey]int64{}, dirty: map[int64]bool{}}
+		inflight: map[memberKey]int64{}, dirty: map[int64]bool{}, refusals: map[memberKey][]Refusal{}}
 }
 
 // Started counts a request admitted and on its way upstream.
@@ -207,6 +210,10 @@ func (s *Stats) Finished(o proxy.Outcome) {
 	sum.add(c)
 	s.counts[k] = sum
 	s.seen[mk] = max(s.seen[mk], now.UnixMilli())
+	if o.Refusal != "" && !o.Admitted {
+		s.keepRefusalLocked(mk, Refusal{At: now.UTC(), Status: o.Status, Code: o.Refusal, Model: o.Model, KeyID: o.KeyID,
+			Route: o.RoutePrefix, HoldMicros: o.HeldMicros, BudgetRemaining: o.BudgetRemaining})
+	}
 	if s.rdb == nil && k.minute != s.pruned {
 		s.pruneLocked(k.minute)
 	}
@@ -240,6 +247,11 @@ func (s *Stats) pruneLocked(minute int64) {
 	for k, ms := range s.seen {
 		if ms < cutoff {
 			delete(s.seen, k)
+		}
+	}
+	for k, list := range s.refusals {
+		if len(list) > 0 && s.opts.Now().Sub(list[0].At) > refusalsTTL {
+			delete(s.refusals, k)
 		}
 	}
 }

@@ -322,3 +322,49 @@ func TestRunFlushesAndStops(t *testing.T) {
 		t.Errorf("after Run stopped: %d requests, want 2", got)
 	}
 }
+
+// TestRefusalsReachEveryReplica: a member's refusals, which the ledger never
+// sees, are kept newest first on every replica, at most KeptRefusals of them,
+// and with their model and hold; forwarded requests are not among them.
+func TestRefusalsReachEveryReplica(t *testing.T) {
+	t.Parallel()
+	c := newClock(t0)
+	rs := replicas(t, 2, c, live.Options{})
+	gateway, console := rs[0], rs[1]
+	request(gateway, ada, 200, 10, 10)
+	gateway.Finished(proxy.Outcome{TeamID: team, MemberID: ada, Status: 402, Refusal: "budget", Model: "m", HeldMicros: 250_000,
+		BudgetRemaining: 1000})
+	if err := gateway.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range live.KeptRefusals + 4 {
+		c.set(t0.Add(time.Duration(i+1) * time.Second))
+		refused(gateway, ada, 429, "rate")
+	}
+	refused(gateway, bob, 403, "cut_off")
+	if err := gateway.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := console.Refusals(t.Context(), team, ada)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != live.KeptRefusals || got[0].Code != "rate" || !got[0].At.Equal(t0.Add(time.Duration(live.KeptRefusals+4)*time.Second)) ||
+		!got[0].At.After(got[len(got)-1].At) {
+		t.Fatalf("ada's refusals: %d, newest %+v; want %d, newest first", len(got), got[0], live.KeptRefusals)
+	}
+	// The 402, pushed first, fell off the end of the list.
+	bobs, err := console.Refusals(t.Context(), team, bob)
+	if err != nil || len(bobs) != 1 || bobs[0].Status != 403 || bobs[0].Code != "cut_off" {
+		t.Errorf("bob's refusals: %+v, %v", bobs, err)
+	}
+
+	local := live.New(nil, live.Options{Now: c.now})
+	local.Finished(proxy.Outcome{TeamID: team, MemberID: ada, Status: 402, Refusal: "budget", Model: "m", HeldMicros: 250_000,
+		BudgetRemaining: 1000})
+	request(local, ada, 200, 10, 10)
+	if got, _ := local.Refusals(t.Context(), team, ada); len(got) != 1 || got[0].Model != "m" || got[0].HoldMicros != 250_000 ||
+		got[0].BudgetRemaining != 1000 {
+		t.Errorf("in-process refusals: %+v", got)
+	}
+}

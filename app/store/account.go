@@ -83,7 +83,7 @@ func (s *Store) CreateSetupLink(ctx context.Context, actor Actor) (string, Invit
 			return mapErr(err)
 		}
 		inv = inviteFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{action: "setup.link", after: inv})
+		return s.audit(ctx, tx, actor, auditEntry{action: ActionSetupLink, after: inv})
 	})
 	if err != nil {
 		return "", Invite{}, fmt.Errorf("store: create setup link: %w", err)
@@ -116,7 +116,7 @@ func (s *Store) CreateInvite(ctx context.Context, actor Actor, teamID int64, ema
 			return mapErr(err)
 		}
 		inv = inviteFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "invite.create", target: email, after: inv})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteCreate, target: email, after: inv})
 	})
 	if err != nil {
 		return "", Invite{}, fmt.Errorf("store: invite %s: %w", email, err)
@@ -228,7 +228,7 @@ func (s *Store) setPassword(ctx context.Context, tx pgx.Tx, actor Actor, m Membe
 	if err != nil {
 		return err
 	}
-	return s.audit(ctx, tx, actor, auditEntry{teamID: &m.TeamID, action: "member.password", target: m.Email})
+	return s.audit(ctx, tx, actor, auditEntry{teamID: &m.TeamID, action: ActionMemberPassword, target: m.Email})
 }
 
 // SignIn checks an email and password. Every failure is ErrBadCredentials and

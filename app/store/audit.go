@@ -4,10 +4,42 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tollgate/tollgate/app/db"
 )
+
+// The actions the store writes to the audit log. Every writer uses one of
+// these; AuditActions lists them all, so that whoever reads the log (the
+// console's sentences) can be checked against every one.
+const (
+	ActionTeamCreate        = "team.create"
+	ActionTeamLimits        = "team.limits"
+	ActionMemberAdd         = "member.add"
+	ActionMemberStatus      = "member.status"
+	ActionMemberLimits      = "member.limits"
+	ActionMemberPassword    = "member.password"
+	ActionRouteAdd          = "route.add"
+	ActionRouteUpdate       = "route.update"
+	ActionRouteTargetAdd    = "route.target.add"
+	ActionRouteTargetRemove = "route.target.remove"
+	ActionRouteResilience   = "route.resilience"
+	ActionKeyIssue          = "key.issue"
+	ActionKeyRotate         = "key.rotate"
+	ActionKeyRevoke         = "key.revoke"
+	ActionPriceSet          = "price.set"
+	ActionInviteCreate      = "invite.create"
+	ActionSetupLink         = "setup.link"
+)
+
+// AuditActions is every action the store writes, in the order a filter lists them.
+func AuditActions() []string {
+	return []string{ActionMemberStatus, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
+		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionMemberPassword, ActionRouteAdd, ActionRouteUpdate,
+		ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionPriceSet, ActionTeamCreate,
+		ActionSetupLink}
+}
 
 // AuditEntry is one recorded state change.
 type AuditEntry struct {
@@ -21,9 +53,37 @@ type AuditEntry struct {
 	At     time.Time       `json:"at"`
 }
 
+// AuditFilter picks audit entries; zero fields pick everything.
+type AuditFilter struct {
+	TeamID *int64
+	Action string
+	// Member picks what a member did, what was done to them, and what was done
+	// to their keys.
+	Member *Member
+	// BeforeID pages: only entries older than this one (their ids are lower).
+	BeforeID int64
+	Limit    int32
+}
+
 // Audit lists the newest entries, for one team or (teamID nil) all.
 func (s *Store) Audit(ctx context.Context, teamID *int64, limit int32) ([]AuditEntry, error) {
-	rows, err := s.q.AuditLogList(ctx, s.pool, db.AuditLogListParams{TeamID: teamID, MaxRows: limit})
+	return s.AuditFiltered(ctx, AuditFilter{TeamID: teamID, Limit: limit})
+}
+
+// AuditFiltered lists the newest entries f picks, newest first.
+func (s *Store) AuditFiltered(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	p := db.AuditLogListParams{TeamID: f.TeamID, MaxRows: f.Limit}
+	if f.Action != "" {
+		p.Action = &f.Action
+	}
+	if f.Member != nil {
+		actor, id := string(MemberActor(f.Member.ID)), strconv.FormatInt(f.Member.ID, 10)
+		p.MemberActor, p.MemberEmail, p.MemberID = &actor, &f.Member.Email, &id
+	}
+	if f.BeforeID > 0 {
+		p.BeforeID = &f.BeforeID
+	}
+	rows, err := s.q.AuditLogList(ctx, s.pool, p)
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit log: %w", err)
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,9 @@ func TestEveryWriterIsAudited(t *testing.T) {
 		var got []string
 		for _, e := range entries {
 			got = append(got, e.Action)
+			if !slices.Contains(store.AuditActions(), e.Action) {
+				t.Errorf("%s audited %q, which is not in store.AuditActions: the console has no sentence for it", writer, e.Action)
+			}
 			if e.Actor == "" || time.Since(e.At) > time.Minute {
 				t.Errorf("%s: audit row %+v has no actor or an old time", writer, e)
 			}

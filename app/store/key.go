@@ -81,7 +81,7 @@ func (s *Store) issueKey(ctx context.Context, tx pgx.Tx, actor Actor, teamID, me
 		return IssuedKey{}, mapErr(err)
 	}
 	k := keyFrom(row)
-	if err := s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "key.issue", target: k.ID, after: k}); err != nil {
+	if err := s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionKeyIssue, target: k.ID, after: k}); err != nil {
 		return IssuedKey{}, err
 	}
 	return IssuedKey{Key: k, Plaintext: g.Plaintext}, nil
@@ -121,7 +121,7 @@ func (s *Store) RotateKey(ctx context.Context, actor Actor, teamID int64, keyID 
 				return mapErr(err)
 			}
 		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "key.rotate", target: keyID,
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionKeyRotate, target: keyID,
 			before: keyFrom(old), after: map[string]any{"replaced_by": issued.ID, "expires_at": expired.ExpiresAt}})
 	})
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *Store) RevokeKey(ctx context.Context, actor Actor, teamID int64, keyID 
 			return mapErr(err)
 		}
 		k = keyFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "key.revoke", target: keyID, after: k})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionKeyRevoke, target: keyID, after: k})
 	})
 	if err != nil {
 		return Key{}, fmt.Errorf("store: revoke key %s: %w", keyID, err)

@@ -152,7 +152,7 @@ func (s *Store) ChangeMemberLimits(ctx context.Context, actor Actor, teamID, mem
 			BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
 			return mapErr(err)
 		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.limits", target: m.Email, before: before, after: l})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberLimits, target: m.Email, before: before, after: l})
 	})
 	if err != nil {
 		return Limits{}, fmt.Errorf("store: set member %d limits: %w", memberID, err)
@@ -193,7 +193,7 @@ func (s *Store) ChangeTeamLimits(ctx context.Context, actor Actor, teamID int64,
 			BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
 			return mapErr(err)
 		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "team.limits", target: before.Name,
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTeamLimits, target: before.Name,
 			before: teamLimitRow(before).limits(), after: l})
 	})
 	if err != nil {

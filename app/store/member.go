@@ -75,7 +75,7 @@ func (s *Store) addMember(ctx context.Context, tx pgx.Tx, actor Actor, teamID in
 		return Member{}, mapErr(err)
 	}
 	m := memberFrom(row)
-	return m, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.add", target: email, after: m})
+	return m, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberAdd, target: email, after: m})
 }
 
 // FindMember resolves a member of a team by email or numeric id.
@@ -125,7 +125,7 @@ func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, member
 			return mapErr(err)
 		}
 		m = memberFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "member.status", target: m.Email,
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberStatus, target: m.Email,
 			before: map[string]string{"status": before.Status}, after: map[string]string{"status": status}})
 	})
 	if err != nil {

@@ -151,7 +151,7 @@ func (s *Store) SetPrice(ctx context.Context, actor Actor, p Price) (Price, erro
 			return mapErr(err)
 		}
 		saved = priceFrom(r)
-		return s.audit(ctx, tx, actor, auditEntry{action: "price.set", target: saved.Model, before: before, after: saved})
+		return s.audit(ctx, tx, actor, auditEntry{action: ActionPriceSet, target: saved.Model, before: before, after: saved})
 	})
 	if err != nil {
 		return Price{}, fmt.Errorf("store: set price of %s: %w", p.Model, err)

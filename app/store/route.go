@@ -172,7 +172,7 @@ func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Rout
 			return mapErr(err)
 		}
 		r = routeFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &spec.TeamID, action: "route.add", target: r.Prefix, after: r})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &spec.TeamID, action: ActionRouteAdd, target: r.Prefix, after: r})
 	})
 	if err != nil {
 		return Route{}, fmt.Errorf("store: add route %s: %w", spec.Prefix, err)
@@ -199,7 +199,7 @@ func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spe
 			return mapErr(err)
 		}
 		r = routeFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &spec.TeamID, action: "route.update", target: r.Prefix, before: routeFrom(before), after: r})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &spec.TeamID, action: ActionRouteUpdate, target: r.Prefix, before: routeFrom(before), after: r})
 	})
 	if err != nil {
 		return Route{}, fmt.Errorf("store: update route %d: %w", routeID, err)
@@ -287,7 +287,7 @@ func (s *Store) AddRouteTarget(ctx context.Context, actor Actor, teamID int64, p
 			UpstreamUrl: target.UpstreamURL, CredentialEnv: target.CredentialEnv}); err != nil {
 			return mapErr(err)
 		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.target.add", target: prefix, after: target})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionRouteTargetAdd, target: prefix, after: target})
 	})
 	if err != nil {
 		return fmt.Errorf("store: add target to route %s: %w", prefix, err)
@@ -309,7 +309,7 @@ func (s *Store) RemoveRouteTarget(ctx context.Context, actor Actor, teamID int64
 			UpstreamUrl: target.UpstreamURL, CredentialEnv: target.CredentialEnv}); err != nil {
 			return mapErr(err)
 		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.target.remove", target: prefix, before: target})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionRouteTargetRemove, target: prefix, before: target})
 	})
 	if err != nil {
 		return fmt.Errorf("store: remove target from route %s: %w", prefix, err)
@@ -338,7 +338,7 @@ func (s *Store) SetRouteResilience(ctx context.Context, actor Actor, teamID int6
 			return mapErr(err)
 		}
 		out = routeFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.resilience", target: prefix, before: routeFrom(before), after: out})
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionRouteResilience, target: prefix, before: routeFrom(before), after: out})
 	})
 	if err != nil {
 		return Route{}, fmt.Errorf("store: set resilience of route %s: %w", prefix, err)

@@ -58,7 +58,7 @@ func (s *Store) createTeam(ctx context.Context, tx pgx.Tx, actor Actor, name str
 		return Team{}, mapErr(err)
 	}
 	team := teamFrom(row)
-	return team, s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: "team.create", target: name, after: team})
+	return team, s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: ActionTeamCreate, target: name, after: team})
 }
 
 // FindTeam resolves a team by name or numeric id.
