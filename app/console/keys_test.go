@@ -67,11 +67,19 @@ func TestKeyPlaintextIsShownOnce(t *testing.T) {
 	if r.doc.Find(`[data-testid="key-row"][data-key-id="`+id+`"]`).Length() != 1 {
 		t.Error("the new key is not listed")
 	}
-	// Without HTMX, the whole page with the key.
-	page := ada.post("/console/keys", url.Values{"name": {"ci"}})
+	// Without HTMX, a redirect to the member's page, which shows the key once:
+	// reloading it neither shows the key again nor creates another.
+	wantRedirect(t, "create a key without HTMX", ada.post("/console/keys", url.Values{"name": {"ci"}}), "/console/")
+	page := ada.get("/console/")
 	second, _ := keyOf(t, page)
 	if !page.has("snippets") {
-		t.Error("creating a key without HTMX did not render the member page")
+		t.Error("creating a key without HTMX did not lead to the member page")
+	}
+	if again := ada.get("/console/"); again.has("new-key") || strings.Contains(again.body, second) {
+		t.Error("reloading the page after creating a key shows its plaintext again")
+	}
+	if n := len(e.keys()); n != 2 {
+		t.Errorf("%d keys after two creations and a reload, want 2", n)
 	}
 
 	memberURL := "/console/members/" + strconv.FormatInt(m.ID, 10)
@@ -202,8 +210,13 @@ func TestRotateAndRevokeAskFirst(t *testing.T) {
 		t.Errorf("owner revokes a member's key: %d\n%.500s", r.status, r.body)
 	}
 	_, third := keyOf(t, ada.htmx("/console/keys", url.Values{"name": {"again"}}))
-	page := owner.post("/console/keys/"+third+"/rotate", url.Values{"confirm": {"yes"}})
+	memberPage := "/console/members/" + strconv.FormatInt(m.ID, 10)
+	wantRedirect(t, "an owner's rotate without HTMX", owner.post("/console/keys/"+third+"/rotate", url.Values{"confirm": {"yes"}}), memberPage)
+	page := owner.get(memberPage)
 	if _, _ = keyOf(t, page); page.text("whoami") != "owner@acme.test" || !strings.Contains(page.body, m.Email) {
-		t.Error("an owner's rotate without HTMX did not render the member's page")
+		t.Error("an owner's rotate without HTMX did not lead to the member's page")
+	}
+	if owner.get(memberPage).has("new-key") {
+		t.Error("the member's page shows the rotated key twice")
 	}
 }

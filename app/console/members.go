@@ -15,7 +15,9 @@ import (
 // Owner pages about people: the member table, one member, invites, cut-off.
 
 func (c *Console) listMembers(w http.ResponseWriter, r *http.Request) {
-	vm, err := c.membersPage(r.Context(), views.Invite{})
+	var invite views.Invite // an invite the previous request made, shown once
+	c.popFlash(r.Context(), flashInvite, &invite)
+	vm, err := c.membersPage(r.Context(), invite)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -87,6 +89,11 @@ func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	} else {
 		vm = views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)}
+		if !isHTMX(r) {
+			c.putFlash(r.Context(), flashInvite, vm)
+			http.Redirect(w, r, Prefix+"/members", http.StatusSeeOther)
+			return
+		}
 	}
 	if isHTMX(r) {
 		if vm, err = c.inviteSection(r.Context(), vm); err != nil {
@@ -118,7 +125,7 @@ func (c *Console) showMember(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	vm, err := c.memberPage(r.Context(), m, nil, "")
+	vm, err := c.memberPage(r.Context(), m, c.popNewKeyOf(r.Context(), m.ID), "")
 	if err != nil {
 		c.fail(w, r, err)
 		return
