@@ -207,6 +207,24 @@ func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spe
 	return r, nil
 }
 
+// DeleteRoute removes a team's route with its targets; the gateway stops
+// serving its prefix at the next snapshot. Ledger rows keep the route's id.
+func (s *Store) DeleteRoute(ctx context.Context, actor Actor, teamID, routeID int64) (Route, error) {
+	var r Route
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.RouteDelete(ctx, tx, db.RouteDeleteParams{TeamID: teamID, ID: routeID})
+		if err != nil {
+			return mapErr(err)
+		}
+		r = routeFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: "route.delete", target: r.Prefix, before: r})
+	})
+	if err != nil {
+		return Route{}, fmt.Errorf("store: delete route %d: %w", routeID, err)
+	}
+	return r, nil
+}
+
 // Routes lists a team's routes with their extra targets.
 func (s *Store) Routes(ctx context.Context, teamID int64) ([]Route, error) {
 	rows, err := s.q.RouteList(ctx, s.pool, teamID)
