@@ -351,7 +351,7 @@ func startJourney(t *testing.T) *journey {
 	// This console is another replica: it reads the live figures from Redis.
 	c := console.New(console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
 		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] },
-		Live: live.New(redistest.Client(t), live.Options{Prefix: prefix}),
+		Live:   live.New(redistest.Client(t), live.Options{Prefix: prefix}),
 		// Streams end by design every 2s here, so the journey's live checks run
 		// across several reconnects (and none may log an error).
 		StreamLifetime: 2 * time.Second})

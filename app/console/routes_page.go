@@ -202,7 +202,7 @@ func (c *Console) deleteRoute(w http.ResponseWriter, r *http.Request) {
 	if form.Get("confirm") != "yes" {
 		c.render(w, r, http.StatusOK, views.ConfirmPage(views.Confirm{Nav: nav(v, views.TabRoutes), Title: "Delete route " + rt.Prefix + "?",
 			Message: "The gateway stops serving " + rt.Prefix + " at once, for every member; calls to it are answered 404. This cannot be undone.",
-			Action: r.URL.Path, Button: "Delete route", Cancel: routeURL(rt.ID)}))
+			Action:  r.URL.Path, Button: "Delete route", Cancel: routeURL(rt.ID)}))
 		return
 	}
 	if _, err := c.st.DeleteRoute(r.Context(), v.actor(), v.team.ID, rt.ID); err != nil {
