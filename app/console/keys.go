@@ -188,6 +188,10 @@ func (c *Console) keysSection(ctx context.Context, m store.Member, issued *store
 	if err != nil {
 		return views.Keys{}, err
 	}
+	used, err := c.st.KeysLastUsed(ctx, v.team.ID)
+	if err != nil {
+		return views.Keys{}, err
+	}
 	active := m.Status == store.StatusActive
 	now := time.Now()
 	vm := views.Keys{Own: m.ID == v.member.ID, Disabled: !active, CreateURL: Prefix + "/keys", Error: msg,
@@ -200,7 +204,10 @@ func (c *Console) keysSection(ctx context.Context, m store.Member, issued *store
 			continue
 		}
 		url := Prefix + "/keys/" + k.ID
-		row := views.KeyRow{ID: k.ID, Name: k.Name, State: k.State(now), Created: formatTime(k.CreatedAt)}
+		row := views.KeyRow{ID: k.ID, Name: k.Name, State: k.State(now), Created: formatTime(k.CreatedAt), LastUsed: "never"}
+		if at, ok := used[k.ID]; ok {
+			row.LastUsed = formatTime(at)
+		}
 		if row.State == "grace" {
 			row.Until = formatTime(*k.ExpiresAt)
 		}

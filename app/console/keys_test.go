@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/proxy"
 )
 
 // keyOf returns the one key a response revealed.
@@ -218,5 +219,33 @@ func TestRotateAndRevokeAskFirst(t *testing.T) {
 	}
 	if owner.get(memberPage).has("new-key") {
 		t.Error("the member's page shows the rotated key twice")
+	}
+}
+
+// TestKeysShowLastUseAndRequestsTheirKey: a key's row says when it last made
+// a request (as the ledger's batches record it), and each recent request says
+// which key made it.
+func TestKeysShowLastUseAndRequestsTheirKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	owner, _ := e.owner("acme", "owner@acme.test")
+	ada, m := e.invite(owner, "ada@acme.test")
+	_, laptop := keyOf(t, ada.htmx("/console/keys", url.Values{"name": {"laptop"}}))
+	_, ci := keyOf(t, ada.htmx("/console/keys", url.Values{"name": {"ci"}}))
+	at := time.Now().Add(-time.Minute).UTC()
+	if err := e.st.WriteLedger(t.Context(), []proxy.LedgerEntry{{TeamID: m.TeamID, MemberID: m.ID, KeyID: laptop, RequestID: "r1",
+		Model: "claude-haiku-4-5", Status: proxy.LedgerSettled, HTTPStatus: 200, CreatedAt: at}}); err != nil {
+		t.Fatal(err)
+	}
+	for who, page := range map[string]response{"member": ada.get("/console/"), "owner": owner.get("/console/members/" + strconv.FormatInt(m.ID, 10))} {
+		lastUsed := func(id string) string {
+			return strings.TrimSpace(page.doc.Find(`[data-key-id="` + id + `"] [data-testid="key-last-used"]`).Text())
+		}
+		if lastUsed(laptop) == "never" || lastUsed(laptop) == "" || lastUsed(ci) != "never" {
+			t.Errorf("%s's view: laptop last used %q, ci %q", who, lastUsed(laptop), lastUsed(ci))
+		}
+		if got := strings.Join(strings.Fields(page.text("recent-key")), " "); got != "laptop "+laptop {
+			t.Errorf("%s's view: the recent request's key shows %q, want laptop %s", who, got, laptop)
+		}
 	}
 }

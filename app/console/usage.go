@@ -33,6 +33,7 @@ type memberFigures struct {
 	// ("" for a total budget); nil while it is not.
 	teamOver *string
 	recent   []proxy.LedgerEntry
+	keyNames map[string]string // the member's keys' names by id, to say which key made each request
 }
 
 func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64) (memberFigures, error) {
@@ -44,7 +45,16 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 	if tb := team.teamBudget(); tb.Over {
 		f.teamOver = &tb.Resets
 	}
-	f.recent, err = c.st.Ledger(ctx, teamID, &memberID, team.at.Add(-recentWindow), recentRequests)
+	if f.recent, err = c.st.Ledger(ctx, teamID, &memberID, team.at.Add(-recentWindow), recentRequests); err != nil {
+		return f, err
+	}
+	keys, err := c.st.Keys(ctx, teamID)
+	f.keyNames = map[string]string{}
+	for _, k := range keys {
+		if k.MemberID == memberID {
+			f.keyNames[k.ID] = k.Name
+		}
+	}
 	return f, err
 }
 
@@ -90,7 +100,9 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 		vm.TeamBudget += "."
 	}
 	for _, e := range figs.recent {
-		vm.Recent = append(vm.Recent, recentRow(e))
+		row := recentRow(e)
+		row.KeyID, row.KeyName = e.KeyID, figs.keyNames[e.KeyID]
+		vm.Recent = append(vm.Recent, row)
 	}
 	return vm
 }
