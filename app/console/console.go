@@ -167,6 +167,8 @@ func (c *Console) routes() []route {
 		{"POST", "/team/limits", owner, c.setTeamLimits},
 		{"GET", "/members", owner, c.listMembers},
 		{"POST", "/members/invite", owner, c.createInvite},
+		{"POST", "/members/invites/revoke", owner, c.revokeInvite},
+		{"POST", "/members/invites/reissue", owner, c.reissueInvite},
 		{"GET", "/members/{id}", owner, c.showMember},
 		{"POST", "/members/{id}/status", owner, c.setMemberStatus},
 		{"POST", "/members/{id}/limits", owner, c.setMemberLimits},

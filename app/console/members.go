@@ -111,6 +111,39 @@ func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, status, views.MembersPage(page))
 }
 
+// revokeInvite takes back the posted email's pending invites.
+func (c *Console) revokeInvite(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "email")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	if err := c.st.RevokeInvites(r.Context(), v.actor(), v.team.ID, form.Get("email")); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/members#invite", http.StatusSeeOther)
+}
+
+// reissueInvite replaces the posted email's pending invites with a new link,
+// shown once on the members page.
+func (c *Console) reissueInvite(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "email")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	token, inv, err := c.st.ReissueInvite(r.Context(), v.actor(), v.team.ID, form.Get("email"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.putFlash(r.Context(), flashInvite, views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)})
+	http.Redirect(w, r, Prefix+"/members#invite", http.StatusSeeOther)
+}
+
 // teamMember resolves the {id} of the path within the viewer's team.
 func (c *Console) teamMember(r *http.Request) (store.Member, error) {
 	if _, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64); err != nil {
