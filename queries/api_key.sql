@@ -38,3 +38,15 @@ WHERE revoked_at IS NULL OR revoked_at > now() - interval '30 days';
 -- name: APIKeyFind :one
 -- Operator lookup by the globally unique key id (CLI only; the console always scopes by team).
 SELECT * FROM api_key WHERE id = @id;
+
+-- name: KeyUseRecord :exec
+-- The newest use of each key in a ledger batch; an older batch arriving late
+-- never moves a time back. Ids that name no key are skipped.
+INSERT INTO api_key_use (key_id, team_id, last_used_at)
+SELECT k.id, k.team_id, u.at
+FROM (SELECT unnest(@key_ids::text[]) AS key_id, unnest(@used_at::timestamptz[]) AS at) u
+JOIN api_key k ON k.id = u.key_id
+ON CONFLICT (key_id) DO UPDATE SET last_used_at = greatest(api_key_use.last_used_at, excluded.last_used_at);
+
+-- name: KeyUseList :many
+SELECT key_id, last_used_at FROM api_key_use WHERE team_id = @team_id;

@@ -19,3 +19,9 @@ RETURNING *;
 SELECT * FROM invite
 WHERE team_id = @team_id AND used_at IS NULL AND expires_at > now()
 ORDER BY created_at DESC;
+
+-- name: InviteRevokePending :many
+-- Takes back every unused invite of email to the team: its links stop working.
+DELETE FROM invite
+WHERE team_id = @team_id AND email = @email AND used_at IS NULL AND expires_at > now()
+RETURNING *;

@@ -39,6 +39,25 @@
     }
   });
 
+  // An event stream ends by design every so often (the server says "end"
+  // first), so the session is checked again. Left to itself the EventSource
+  // would see the close as an error, log it and retry; instead it is closed
+  // here and the element is connected afresh, its swap targets with it.
+  document.addEventListener("htmx:sseOpen", function (e) {
+    var source = e.detail.source, elt = e.detail.elt;
+    if (source.tollgateEnd) return;
+    source.tollgateEnd = true;
+    source.addEventListener("end", function () {
+      source.close();
+      setTimeout(function () {
+        if (!document.body.contains(elt)) return;
+        var fresh = elt.cloneNode(true);
+        elt.replaceWith(fresh);
+        htmx.process(fresh);
+      }, 1000);
+    });
+  });
+
   // Responses HTMX does not swap (403, 404, 5xx) carry a one-line message.
   function flash(text) {
     var el = document.getElementById("flash");

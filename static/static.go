@@ -19,7 +19,7 @@ import (
 // Prefix is the URL path the files are served under.
 const Prefix = "/static/"
 
-//go:embed *.css *.js *.LICENSE
+//go:embed *.css *.js *.svg *.LICENSE
 var files embed.FS
 
 // versions maps each file name to a short hash of its content.
@@ -62,5 +62,22 @@ func Handler() http.Handler {
 		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		server.ServeHTTP(w, r)
+	})
+}
+
+// Icon serves the console's icon at whatever path it is mounted on (browsers
+// ask for /favicon.ico on their own), cacheable for a day.
+func Icon() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		b, _ := files.ReadFile("favicon.svg")
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Write(b)
 	})
 }

@@ -18,6 +18,7 @@ type KeyRow struct {
 	Name      string
 	State     string // active, grace, expired or revoked
 	Created   string
+	LastUsed  string // when it last made a request, "never" if it has not
 	Until     string // the end of a rotated key's grace window
 	RotateURL string // empty when the key cannot be rotated
 	RevokeURL string // empty when the key cannot be revoked

@@ -17,6 +17,7 @@ type Nav struct {
 const (
 	TabKeys      = "keys"
 	TabDashboard = "dashboard"
+	TabLimits    = "limits"
 	TabMembers   = "members"
 	TabRoutes    = "routes"
 	TabPrices    = "prices"
@@ -36,7 +37,8 @@ type tab struct{ id, label, href string }
 func (n Nav) tabs() []tab {
 	tabs := []tab{{TabKeys, "Your keys", "/console/"}}
 	if n.Owner {
-		tabs = append(tabs, tab{TabDashboard, "Dashboard", "/console/dashboard"}, tab{TabMembers, "Members", "/console/members"},
+		tabs = append(tabs, tab{TabDashboard, "Dashboard", "/console/dashboard"}, tab{TabLimits, "Team limits", "/console/team/limits"},
+			tab{TabMembers, "Members", "/console/members"},
 			tab{TabRoutes, "Routes", "/console/routes"}, tab{TabPrices, "Prices", "/console/prices"},
 			tab{TabAudit, "Audit log", "/console/audit"})
 	}

@@ -59,6 +59,13 @@ type PendingInvite struct {
 	ExpiresAt string
 }
 
+// Where an owner posts an email to take its pending invites back, or to
+// replace them with a new link.
+const (
+	InviteRevokeURL  = "/console/members/invites/revoke"
+	InviteReissueURL = "/console/members/invites/reissue"
+)
+
 // Member is an owner's view of one member.
 type Member struct {
 	Nav    Nav

@@ -7,7 +7,15 @@ type Prices struct {
 	Form     PriceForm
 	ReadOnly bool // several teams share this gateway's prices: only the operator sets them
 	Saved    string
+	// The search narrowing Rows: a part of the model's name, a provider ("" for all).
+	Query     string
+	Provider  string
+	Providers []string
+	Total     int // models before the search
 }
+
+// Filtered reports whether the search leaves models out.
+func (p Prices) Filtered() bool { return p.Query != "" || p.Provider != "" }
 
 // PriceRow is one model's price, in dollars per million tokens.
 type PriceRow struct {

@@ -47,8 +47,23 @@ type RouteForm struct {
 	Error         string
 }
 
-// RouteEdit is the page editing one route.
+// RouteEdit is the page editing one route: its settings, the upstreams it
+// spreads over, its retries and health probes, and deleting it.
 type RouteEdit struct {
-	Nav  Nav
-	Form RouteForm
+	Nav        Nav
+	Form       RouteForm
+	Upstream   string // the route's own upstream, always its first target
+	Credential bool   // the route injects a credential, so a target may carry its own variable
+	Targets    []RouteTargetRow
+	// TargetsURL takes a new target (upstream, credential_env);
+	// TargetsURL+"/remove" takes one off.
+	TargetsURL      string
+	NewTarget       RouteTargetRow
+	TargetError     string
+	ResilienceURL   string
+	Attempts        string
+	HealthPath      string
+	ResilienceErr   string
+	DeleteURL       string
+	ResilienceSaved bool
 }

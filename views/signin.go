@@ -4,8 +4,10 @@ import "github.com/tollgate/tollgate/app/store"
 
 // SignIn is the sign-in form, refilled after a failure.
 type SignIn struct {
-	Email string
-	Error string
+	Email     string
+	Error     string
+	Next      string // the console page to return to after signing in; "" for the home page
+	SignedOut bool   // the member just signed out
 }
 
 // Setup is the first-run form that creates a team and its owner.

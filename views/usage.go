@@ -33,6 +33,8 @@ type LimitLine struct {
 // RecentRequest is one ledger row, or one refused request.
 type RecentRequest struct {
 	At          string
+	KeyID       string // the key that made it
+	KeyName     string // "" when the key has no name
 	Model       string
 	Input       string
 	Output      string

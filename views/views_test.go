@@ -133,7 +133,7 @@ func TestSnippetsCallThisGateway(t *testing.T) {
 
 func TestOwnersSeeOwnerTabs(t *testing.T) {
 	t.Parallel()
-	for owner, want := range map[bool]int{true: 6, false: 1} {
+	for owner, want := range map[bool]int{true: 7, false: 1} {
 		n := views.Nav{Email: "x@acme.test", Team: "acme", Owner: owner, Active: views.TabKeys}
 		doc := render(t, views.HomePage(views.Home{Nav: n}))
 		if got := doc.Find(`nav a`).Length(); got != want {

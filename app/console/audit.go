@@ -103,12 +103,15 @@ var auditActionLabels = map[string]string{
 	store.ActionKeyRevoke:         "Key revoked",
 	store.ActionMemberAdd:         "Member added",
 	store.ActionInviteCreate:      "Invite made",
+	store.ActionInviteRevoke:      "Invite revoked",
+	store.ActionInviteReissue:     "Invite sent again",
 	store.ActionMemberPassword:    "Password set",
 	store.ActionRouteAdd:          "Route added",
 	store.ActionRouteUpdate:       "Route changed",
 	store.ActionRouteTargetAdd:    "Route target added",
 	store.ActionRouteTargetRemove: "Route target removed",
 	store.ActionRouteResilience:   "Route retries and health check",
+	store.ActionRouteDelete:       "Route deleted",
 	store.ActionPriceSet:          "Price set",
 	store.ActionTeamCreate:        "Team created",
 	store.ActionSetupLink:         "Setup link made",
@@ -254,6 +257,14 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 		var inv store.Invite
 		err := decode(e.After, &inv)
 		return "invited " + e.Target + " as " + article(inv.Role) + ", with a link valid until " + formatTime(inv.ExpiresAt), err
+	case store.ActionInviteRevoke:
+		return "revoked the pending invite of " + e.Target, nil
+	case store.ActionInviteReissue:
+		var inv store.Invite
+		err := decode(e.After, &inv)
+		return "sent " + e.Target + " a new invite link, valid until " + formatTime(inv.ExpiresAt) + "; the old one no longer works", err
+	case store.ActionRouteDelete:
+		return "deleted the route " + e.Target, nil
 	case store.ActionSetupLink:
 		var inv store.Invite
 		err := decode(e.After, &inv)

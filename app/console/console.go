@@ -18,6 +18,7 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/app/live"
@@ -166,6 +167,8 @@ func (c *Console) routes() []route {
 		{"POST", "/team/limits", owner, c.setTeamLimits},
 		{"GET", "/members", owner, c.listMembers},
 		{"POST", "/members/invite", owner, c.createInvite},
+		{"POST", "/members/invites/revoke", owner, c.revokeInvite},
+		{"POST", "/members/invites/reissue", owner, c.reissueInvite},
 		{"GET", "/members/{id}", owner, c.showMember},
 		{"POST", "/members/{id}/status", owner, c.setMemberStatus},
 		{"POST", "/members/{id}/limits", owner, c.setMemberLimits},
@@ -173,6 +176,10 @@ func (c *Console) routes() []route {
 		{"POST", "/routes", owner, c.addRoute},
 		{"GET", "/routes/{id}", owner, c.showRoute},
 		{"POST", "/routes/{id}", owner, c.updateRoute},
+		{"POST", "/routes/{id}/targets", owner, c.addRouteTarget},
+		{"POST", "/routes/{id}/targets/remove", owner, c.removeRouteTarget},
+		{"POST", "/routes/{id}/resilience", owner, c.setRouteResilience},
+		{"POST", "/routes/{id}/delete", owner, c.deleteRoute},
 		{"GET", "/prices", owner, c.listPrices},
 		{"POST", "/prices", owner, c.setPrice},
 		{"GET", "/prices/edit", owner, c.showPrice},
@@ -180,11 +187,13 @@ func (c *Console) routes() []route {
 	}
 }
 
-// Mount adds the console under /console and its assets under /static.
+// Mount adds the console under /console, its assets under /static and its icon
+// at /favicon.ico (browsers ask for it there whatever the page links).
 func (c *Console) Mount(r chi.Router) {
-	r.Handle(static.Prefix+"*", static.Handler())
+	r.With(compress).Handle(static.Prefix+"*", static.Handler())
+	r.Handle("/favicon.ico", static.Icon())
 	r.Route(Prefix, func(r chi.Router) {
-		r.Use(securityHeaders, crossOrigin(c), c.sessions.LoadAndSave, c.loadViewer)
+		r.Use(compress, securityHeaders, crossOrigin(c), c.sessions.LoadAndSave, c.loadViewer)
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, store.ErrNotFound) })
 		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 			c.failWith(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This address does not take that kind of request.")
@@ -194,6 +203,12 @@ func (c *Console) Mount(r chi.Router) {
 		}
 	})
 }
+
+// compress gzips the console's pages and assets for a browser that accepts it.
+// It picks by the response's type, so event streams (text/event-stream, which
+// must reach the browser as each event is flushed) pass through untouched; the
+// gateway's provider routes are mounted elsewhere and never see it.
+var compress = middleware.Compress(5, "text/html", "text/css", "text/javascript", "application/javascript", "image/svg+xml")
 
 // securityHeaders keeps console pages out of caches (they hold keys, links and
 // per-person data), out of frames, and limited to the console's own assets.

@@ -128,18 +128,25 @@ func TestStreamsEnd(t *testing.T) {
 	owner, _ := e.owner("acme", "owner@acme.test")
 
 	// After its lifetime, so the browser reconnects through the session check.
+	// Its last event says so, and console.js reconnects without an error.
 	s := owner.openStream("/console/dashboard/live")
 	start := time.Now()
+	var last event
 	for {
-		if _, err := s.next(5 * time.Second); err != nil {
+		ev, err := s.next(5 * time.Second)
+		if err != nil {
 			break
 		}
+		last = ev
 		if time.Since(start) > 5*time.Second {
 			t.Fatal("the stream outlived StreamLifetime")
 		}
 	}
 	if time.Since(start) < 250*time.Millisecond {
 		t.Errorf("the stream ended after %v, before its lifetime", time.Since(start))
+	}
+	if last.name != "end" {
+		t.Errorf("the stream's last event is %q, want end", last.name)
 	}
 
 	// At shutdown.

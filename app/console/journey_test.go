@@ -5,19 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/go-chi/chi/v5"
 
@@ -263,6 +268,82 @@ func TestBrowserJourney(t *testing.T) {
 	if html := j.html(t, owner); strings.Contains(html, providerSecret) || strings.Contains(html, key) {
 		t.Error("the audit page shows a secret")
 	}
+
+	// No page is wider than a phone's screen or a laptop's.
+	j.do(t, owner, "open the members", chromedp.Navigate(j.url+"/console/members"),
+		chromedp.WaitVisible(chromedp.CSS(ada+`a`)))
+	adaPage, err := chromedp.Run(owner, chromedp.Evaluate[string](`document.querySelector('tr[data-email="ada@acme.test"] a').getAttribute("href")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.do(t, owner, "open the routes", chromedp.Navigate(j.url+"/console/routes"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="route-row"]`)))
+	routePage, err := chromedp.Run(owner, chromedp.Evaluate[string](`document.querySelector('[data-testid="route-row"] a').getAttribute("href")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.fitsTheScreen(t, owner, []string{"/console/", "/console/dashboard", "/console/members", adaPage, "/console/routes", routePage,
+		"/console/prices", "/console/team/limits", "/console/audit"})
+	j.fitsTheScreen(t, member, []string{"/console/"})
+
+	// Without JavaScript: no dead Copy buttons, and a new key is shown once, on
+	// a page that reloads without making another.
+	nojs := j.tab(t)
+	if _, err := chromedp.Call(nojs, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	j.do(t, nojs, "sign in without JavaScript",
+		chromedp.Navigate(j.url+"/console/signin?next=%2Fconsole%2Froutes"),
+		chromedp.SendKeys(chromedp.ID("email"), "owner@acme.test"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="route-row"]`)))
+	j.do(t, nojs, "create a key without JavaScript",
+		chromedp.Navigate(j.url+"/console/"),
+		chromedp.SendKeys(chromedp.ID("key-name"), "nojs"),
+		chromedp.Submit(chromedp.ID("key-name")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="new-key-value"]`)))
+	j.shot(t, nojs, "18-new-key-without-js")
+	if at, err := chromedp.Run(nojs, chromedp.Location()); err != nil || at != j.url+"/console/" {
+		t.Errorf("after creating a key without JavaScript the address is %q (%v), want the page's own", at, err)
+	}
+	visible, err := chromedp.Run(nojs, chromedp.Evaluate[int](`[...document.querySelectorAll("button")].filter(b => b.offsetParent !== null && b.hasAttribute("data-copy")).length`))
+	if err != nil || visible != 0 {
+		t.Errorf("without JavaScript %d Copy buttons show (%v), want none", visible, err)
+	}
+	keys := len(j.keysOf(t, "owner@acme.test"))
+	j.do(t, nojs, "reload without JavaScript", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="keys"]`)))
+	if n := len(j.keysOf(t, "owner@acme.test")); n != keys || j.text(t, nojs, `[data-testid="new-key"]`) != "(missing)" {
+		t.Errorf("reloading after creating a key: %d keys (was %d), new key shown %q", n, keys, j.text(t, nojs, `[data-testid="new-key"]`))
+	}
+}
+
+// keysOf is the keys of the member with email.
+func (j *journey) keysOf(t *testing.T, email string) []store.Key {
+	t.Helper()
+	teams, err := j.st.Teams(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []store.Key
+	for _, team := range teams {
+		members, err := j.st.Members(t.Context(), team.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := j.st.Keys(t.Context(), team.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			for _, k := range all {
+				if m.Email == email && k.MemberID == m.ID {
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	return keys
 }
 
 // journey is one server with the console and the gateway on one router, as
@@ -297,7 +378,10 @@ func startJourney(t *testing.T) *journey {
 	// This console is another replica: it reads the live figures from Redis.
 	c := console.New(console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
 		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] },
-		Live:   live.New(redistest.Client(t), live.Options{Prefix: prefix})})
+		Live:   live.New(redistest.Client(t), live.Options{Prefix: prefix}),
+		// Streams end by design every 2s here, so the journey's live checks run
+		// across several reconnects (and none may log an error).
+		StreamLifetime: 2 * time.Second})
 	t.Cleanup(c.CloseStreams)
 	r := chi.NewRouter()
 	c.Mount(r)
@@ -347,11 +431,23 @@ func startJourney(t *testing.T) *journey {
 }
 
 // tab opens a tab in a fresh browser context: its own cookies, like another
-// person's browser. It accepts every confirm() dialog.
+// person's browser. It accepts every confirm() dialog, and fails the test at
+// its end for every error the page logged (a failed request, such as a
+// favicon the gateway refuses, or a console.error, such as htmx:sseError)
+// while the gateway was up.
 func (j *journey) tab(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(j.browser, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
+	var mu sync.Mutex
+	var logged []string
+	t.Cleanup(func() {
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range logged {
+			t.Errorf("the browser logged an error: %s", e)
+		}
+	})
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {
 		for _, err := range dialogs {
@@ -361,7 +457,63 @@ func (j *journey) tab(t *testing.T) context.Context {
 			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		}
 	}()
+	if err := chromedp.Listen(ctx, func(ev any) {
+		var e string
+		switch ev := ev.(type) {
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				e = ev.Entry.Text + " " + ev.Entry.URL
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				for _, a := range ev.Args {
+					e += " " + a.Description + string(a.Value)
+				}
+			}
+		}
+		// While the test has the gateway gone, failed streams are what it asks for.
+		if e != "" && !j.down.Load() {
+			mu.Lock()
+			logged = append(logged, e)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	return ctx
+}
+
+// fitsTheScreen opens each page at a phone's width and a laptop's and fails
+// the test for any that is wider than the window (the whole page scrolls
+// sideways), or, on the laptop, for a table that has to scroll in its box.
+func (j *journey) fitsTheScreen(t *testing.T, tab context.Context, pages []string) {
+	t.Helper()
+	defer j.do(t, tab, "emulate a laptop", chromedp.EmulateViewport(1280, 900))
+	for _, width := range []int64{390, 1280} {
+		if width == 390 {
+			j.do(t, tab, "emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		} else {
+			j.do(t, tab, "emulate a laptop", chromedp.EmulateViewport(1280, 900))
+		}
+		for _, path := range pages {
+			j.do(t, tab, "open "+path, chromedp.Navigate(j.url+path), chromedp.WaitReady(chromedp.CSS("main")))
+			// Against the screen's width, not innerWidth: a phone's browser widens
+			// its layout viewport to fit a page that is too wide.
+			got, err := chromedp.Run(tab, chromedp.Evaluate[[]int64](`[document.documentElement.scrollWidth,
+				Math.max(0, ...[...document.querySelectorAll(".table")].map(t => t.scrollWidth - t.clientWidth))]`))
+			if err != nil {
+				t.Fatalf("measure %s: %v", path, err)
+			}
+			if got[0] > width {
+				t.Errorf("at %dpx %s is %dpx wide: the page scrolls sideways", width, path, got[0])
+				j.shot(t, tab, fmt.Sprintf("failed-width-%d-%s", width, strings.ReplaceAll(strings.Trim(path, "/"), "/", "-")))
+			}
+			if width == 1280 && got[1] > 0 {
+				t.Errorf("at %dpx a table on %s is clipped by %dpx and scrolls in its box", width, path, got[1])
+				j.shot(t, tab, fmt.Sprintf("failed-table-%d-%s", width, strings.ReplaceAll(strings.Trim(path, "/"), "/", "-")))
+			}
+		}
+	}
 }
 
 func (j *journey) do(t *testing.T, tab context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {

@@ -18,7 +18,8 @@ import (
 // team. Any other key id is 404, exactly like one that does not exist.
 
 func (c *Console) showHome(w http.ResponseWriter, r *http.Request) {
-	c.renderKeys(w, r, http.StatusOK, viewerFrom(r.Context()).member, nil, "")
+	m := viewerFrom(r.Context()).member
+	c.renderKeys(w, r, http.StatusOK, m, c.popNewKeyOf(r.Context(), m.ID), "")
 }
 
 // createKey issues a key to the viewer. The form takes a name and nothing else:
@@ -117,8 +118,24 @@ func (c *Console) afterKeyChange(w http.ResponseWriter, r *http.Request, m store
 	}
 	if msg != "" {
 		issued = nil
+	} else if !isHTMX(r) {
+		// The page that shows the result is fetched with a GET, so a reload
+		// does not issue another key; the new key's plaintext goes with it once.
+		if issued != nil {
+			c.putFlash(r.Context(), flashNewKey, issued)
+		}
+		http.Redirect(w, r, keysPageURL(viewerFrom(r.Context()), m), http.StatusSeeOther)
+		return
 	}
 	c.renderKeys(w, r, status, m, issued, msg)
+}
+
+// keysPageURL is where member m's keys are shown to the viewer.
+func keysPageURL(v *viewer, m store.Member) string {
+	if m.ID == v.member.ID {
+		return Prefix + "/"
+	}
+	return memberURL(m.ID)
 }
 
 // renderKeys renders member m's keys: the section for HTMX, else the page it
@@ -193,6 +210,10 @@ func (c *Console) keysSection(ctx context.Context, m store.Member, issued *store
 	if err != nil {
 		return views.Keys{}, err
 	}
+	used, err := c.st.KeysLastUsed(ctx, v.team.ID)
+	if err != nil {
+		return views.Keys{}, err
+	}
 	active := m.Status == store.StatusActive
 	now := time.Now()
 	vm := views.Keys{Own: m.ID == v.member.ID, Disabled: !active, CreateURL: Prefix + "/keys", Error: msg,
@@ -205,7 +226,10 @@ func (c *Console) keysSection(ctx context.Context, m store.Member, issued *store
 			continue
 		}
 		url := Prefix + "/keys/" + k.ID
-		row := views.KeyRow{ID: k.ID, Name: k.Name, State: k.State(now), Created: formatTime(k.CreatedAt)}
+		row := views.KeyRow{ID: k.ID, Name: k.Name, State: k.State(now), Created: formatTime(k.CreatedAt), LastUsed: "never"}
+		if at, ok := used[k.ID]; ok {
+			row.LastUsed = formatTime(at)
+		}
 		if row.State == "grace" {
 			row.Until = formatTime(*k.ExpiresAt)
 		}

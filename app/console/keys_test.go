@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/proxy"
 )
 
 // keyOf returns the one key a response revealed.
@@ -67,11 +68,19 @@ func TestKeyPlaintextIsShownOnce(t *testing.T) {
 	if r.doc.Find(`[data-testid="key-row"][data-key-id="`+id+`"]`).Length() != 1 {
 		t.Error("the new key is not listed")
 	}
-	// Without HTMX, the whole page with the key.
-	page := ada.post("/console/keys", url.Values{"name": {"ci"}})
+	// Without HTMX, a redirect to the member's page, which shows the key once:
+	// reloading it neither shows the key again nor creates another.
+	wantRedirect(t, "create a key without HTMX", ada.post("/console/keys", url.Values{"name": {"ci"}}), "/console/")
+	page := ada.get("/console/")
 	second, _ := keyOf(t, page)
 	if !page.has("snippets") {
-		t.Error("creating a key without HTMX did not render the member page")
+		t.Error("creating a key without HTMX did not lead to the member page")
+	}
+	if again := ada.get("/console/"); again.has("new-key") || strings.Contains(again.body, second) {
+		t.Error("reloading the page after creating a key shows its plaintext again")
+	}
+	if n := len(e.keys()); n != 2 {
+		t.Errorf("%d keys after two creations and a reload, want 2", n)
 	}
 
 	memberURL := "/console/members/" + strconv.FormatInt(m.ID, 10)
@@ -202,8 +211,41 @@ func TestRotateAndRevokeAskFirst(t *testing.T) {
 		t.Errorf("owner revokes a member's key: %d\n%.500s", r.status, r.body)
 	}
 	_, third := keyOf(t, ada.htmx("/console/keys", url.Values{"name": {"again"}}))
-	page := owner.post("/console/keys/"+third+"/rotate", url.Values{"confirm": {"yes"}})
+	memberPage := "/console/members/" + strconv.FormatInt(m.ID, 10)
+	wantRedirect(t, "an owner's rotate without HTMX", owner.post("/console/keys/"+third+"/rotate", url.Values{"confirm": {"yes"}}), memberPage)
+	page := owner.get(memberPage)
 	if _, _ = keyOf(t, page); page.text("whoami") != "owner@acme.test" || !strings.Contains(page.body, m.Email) {
-		t.Error("an owner's rotate without HTMX did not render the member's page")
+		t.Error("an owner's rotate without HTMX did not lead to the member's page")
+	}
+	if owner.get(memberPage).has("new-key") {
+		t.Error("the member's page shows the rotated key twice")
+	}
+}
+
+// TestKeysShowLastUseAndRequestsTheirKey: a key's row says when it last made
+// a request (as the ledger's batches record it), and each recent request says
+// which key made it.
+func TestKeysShowLastUseAndRequestsTheirKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	owner, _ := e.owner("acme", "owner@acme.test")
+	ada, m := e.invite(owner, "ada@acme.test")
+	_, laptop := keyOf(t, ada.htmx("/console/keys", url.Values{"name": {"laptop"}}))
+	_, ci := keyOf(t, ada.htmx("/console/keys", url.Values{"name": {"ci"}}))
+	at := time.Now().Add(-time.Minute).UTC()
+	if err := e.st.WriteLedger(t.Context(), []proxy.LedgerEntry{{TeamID: m.TeamID, MemberID: m.ID, KeyID: laptop, RequestID: "r1",
+		Model: "claude-haiku-4-5", Status: proxy.LedgerSettled, HTTPStatus: 200, CreatedAt: at}}); err != nil {
+		t.Fatal(err)
+	}
+	for who, page := range map[string]response{"member": ada.get("/console/"), "owner": owner.get("/console/members/" + strconv.FormatInt(m.ID, 10))} {
+		lastUsed := func(id string) string {
+			return strings.TrimSpace(page.doc.Find(`[data-key-id="` + id + `"] [data-testid="key-last-used"]`).Text())
+		}
+		if lastUsed(laptop) == "never" || lastUsed(laptop) == "" || lastUsed(ci) != "never" {
+			t.Errorf("%s's view: laptop last used %q, ci %q", who, lastUsed(laptop), lastUsed(ci))
+		}
+		if got := strings.Join(strings.Fields(page.text("recent-key")), " "); got != "laptop "+laptop {
+			t.Errorf("%s's view: the recent request's key shows %q, want laptop %s", who, got, laptop)
+		}
 	}
 }

@@ -67,7 +67,7 @@ func (c *Console) renderTeamLimits(w http.ResponseWriter, r *http.Request, statu
 		return
 	}
 	f.Team, f.Subject, f.Action = true, "the team "+v.team.Name, Prefix+"/team/limits"
-	c.render(w, r, status, views.TeamLimitsPage(views.TeamLimits{Nav: nav(v, views.TabDashboard), Spend: figs.teamBudget(), Form: f}))
+	c.render(w, r, status, views.TeamLimitsPage(views.TeamLimits{Nav: nav(v, views.TabLimits), Spend: figs.teamBudget(), Form: f}))
 }
 
 func (c *Console) setTeamLimits(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +80,7 @@ func (c *Console) setTeamLimits(w http.ResponseWriter, r *http.Request) {
 	v := viewerFrom(ctx)
 	save := func(l store.Limits) (store.Limits, error) { return c.st.SetTeamLimits(ctx, v.actor(), v.team.ID, l) }
 	refused := func(status int, f views.LimitsForm) { c.renderTeamLimits(w, r, status, f) }
-	c.changeLimits(w, r, form, views.TabDashboard, "the team "+v.team.Name, Prefix+"/team/limits", save, refused)
+	c.changeLimits(w, r, form, views.TabLimits, "the team "+v.team.Name, Prefix+"/team/limits", save, refused)
 }
 
 // changeLimits is the flow both limits forms share: a form that does not parse
@@ -205,8 +205,12 @@ func limitsForm(l store.Limits) views.LimitsForm {
 		}
 		return strconv.FormatInt(n, 10)
 	}
-	f := views.LimitsForm{Algorithm: l.RateAlgorithm, Rate: num(l.RateLimit), Period: formatPeriod(l.RatePeriod),
+	f := views.LimitsForm{Algorithm: l.RateAlgorithm, Rate: num(l.RateLimit),
 		Burst: num(l.RateBurst), TPM: num(l.TokensPerMinute), Concurrency: num(l.Concurrency), BudgetPeriod: l.BudgetPeriod}
+	// No rate, no period: a blank "Requests" beside "Per 1s" reads as a limit half set.
+	if l.RateLimit != 0 {
+		f.Period = formatPeriod(l.RatePeriod)
+	}
 	if l.Budget != nil {
 		f.Budget = store.FormatDollars(*l.Budget)
 	}

@@ -132,6 +132,13 @@ func TestOwnerSetsTeamLimits(t *testing.T) {
 	if page.status != http.StatusOK || !page.has("limits-form") || !page.has("team-spend") {
 		t.Fatalf("team limits page: %d", page.status)
 	}
+	// It has its own tab, and with no rate set its period is blank too.
+	if current := page.doc.Find(`nav [aria-current="page"]`); current.Text() != "Team limits" || current.AttrOr("href", "") != "/console/team/limits" {
+		t.Errorf("the team limits page highlights tab %q", current.Text())
+	}
+	if got := page.doc.Find("#period").AttrOr("value", "(none)"); got != "" || page.doc.Find("#rate").AttrOr("value", "") != "" {
+		t.Errorf("with no rate the period is filled with %q", got)
+	}
 	r := owner.post("/console/team/limits", limitsForm("budget", "100", "budget_period", "monthly", "tpm", "1000000"))
 	if !r.has("confirm") {
 		t.Fatalf("team limits without confirmation: %d", r.status)

@@ -50,7 +50,7 @@ func (c *Console) completeSetup(w http.ResponseWriter, r *http.Request) {
 		c.linkGone(w, r, err)
 		return
 	}
-	if err := c.signInAs(w, r, m); err != nil {
+	if err := c.signInAs(w, r, m, Prefix+"/"); err != nil {
 		c.fail(w, r, err)
 	}
 }
@@ -94,7 +94,7 @@ func (c *Console) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		c.linkGone(w, r, err)
 		return
 	}
-	if err := c.signInAs(w, r, m); err != nil {
+	if err := c.signInAs(w, r, m, Prefix+"/"); err != nil {
 		c.fail(w, r, err)
 	}
 }

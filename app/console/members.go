@@ -15,7 +15,9 @@ import (
 // Owner pages about people: the member table, one member, invites, cut-off.
 
 func (c *Console) listMembers(w http.ResponseWriter, r *http.Request) {
-	vm, err := c.membersPage(r.Context(), views.Invite{})
+	var invite views.Invite // an invite the previous request made, shown once
+	c.popFlash(r.Context(), flashInvite, &invite)
+	vm, err := c.membersPage(r.Context(), invite)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -87,6 +89,11 @@ func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	} else {
 		vm = views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)}
+		if !isHTMX(r) {
+			c.putFlash(r.Context(), flashInvite, vm)
+			http.Redirect(w, r, Prefix+"/members", http.StatusSeeOther)
+			return
+		}
 	}
 	if isHTMX(r) {
 		if vm, err = c.inviteSection(r.Context(), vm); err != nil {
@@ -104,6 +111,39 @@ func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, status, views.MembersPage(page))
 }
 
+// revokeInvite takes back the posted email's pending invites.
+func (c *Console) revokeInvite(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "email")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	if err := c.st.RevokeInvites(r.Context(), v.actor(), v.team.ID, form.Get("email")); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/members#invite", http.StatusSeeOther)
+}
+
+// reissueInvite replaces the posted email's pending invites with a new link,
+// shown once on the members page.
+func (c *Console) reissueInvite(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "email")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	token, inv, err := c.st.ReissueInvite(r.Context(), v.actor(), v.team.ID, form.Get("email"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.putFlash(r.Context(), flashInvite, views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)})
+	http.Redirect(w, r, Prefix+"/members#invite", http.StatusSeeOther)
+}
+
 // teamMember resolves the {id} of the path within the viewer's team.
 func (c *Console) teamMember(r *http.Request) (store.Member, error) {
 	if _, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64); err != nil {
@@ -118,7 +158,7 @@ func (c *Console) showMember(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	vm, err := c.memberPage(r.Context(), m, nil, "")
+	vm, err := c.memberPage(r.Context(), m, c.popNewKeyOf(r.Context(), m.ID), "")
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -39,10 +39,20 @@ func (c *Console) renderPrices(w http.ResponseWriter, r *http.Request, status in
 		c.fail(w, r, err)
 		return
 	}
-	vm := views.Prices{Nav: nav(viewerFrom(ctx), views.TabPrices), ReadOnly: shared}
+	// The list is long (every model of every provider): a GET form narrows it
+	// by a part of the model's name and by provider, without JavaScript.
+	query := r.URL.Query()
+	vm := views.Prices{Nav: nav(viewerFrom(ctx), views.TabPrices), ReadOnly: shared, Total: len(prices),
+		Query: strings.TrimSpace(query.Get("q")), Provider: query.Get("provider")}
 	for _, p := range prices {
-		vm.Rows = append(vm.Rows, priceRow(p))
+		if !slices.Contains(vm.Providers, p.Provider) {
+			vm.Providers = append(vm.Providers, p.Provider)
+		}
+		if (vm.Provider == "" || p.Provider == vm.Provider) && strings.Contains(strings.ToLower(p.Model), strings.ToLower(vm.Query)) {
+			vm.Rows = append(vm.Rows, priceRow(p))
+		}
 	}
+	slices.Sort(vm.Providers)
 	// Only a model in the list is named as saved, so a crafted link cannot put
 	// words on the page.
 	if slices.ContainsFunc(prices, func(p store.Price) bool { return p.Model == saved }) {

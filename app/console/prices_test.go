@@ -3,7 +3,12 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/tollgate/tollgate/app/store"
 )
@@ -107,5 +112,47 @@ func TestOwnerEditsPrices(t *testing.T) {
 	}
 	if p, _ := e.st.Price(ctx, "acme-large"); p.InputPerMTok != 3_000_000 {
 		t.Error("a refused price change was written")
+	}
+}
+
+// TestPricesSearch: a GET form narrows the long list by a part of the model's
+// name and by provider, and says how many of how many match.
+func TestPricesSearch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	owner, _ := e.owner("acme", "owner@acme.test")
+	all := owner.get("/console/prices")
+	total := all.doc.Find(`[data-testid="price-row"]`).Length()
+	if all.has("price-count") || !all.has("price-search") || total < 100 {
+		t.Fatalf("the whole list: %d rows, count shown %v", total, all.has("price-count"))
+	}
+	models := func(r response) []string {
+		var m []string
+		r.doc.Find(`[data-testid="price-row"]`).Each(func(_ int, s *goquery.Selection) { m = append(m, s.AttrOr("data-model", "")) })
+		return m
+	}
+	sonnet := owner.get("/console/prices?q=SONNET-4&provider=")
+	got := models(sonnet)
+	if len(got) == 0 || len(got) >= total || !slices.Contains(got, "claude-sonnet-4-5") {
+		t.Fatalf("search sonnet-4: %v", got)
+	}
+	for _, m := range got {
+		if !strings.Contains(m, "sonnet-4") {
+			t.Errorf("search sonnet-4 lists %s", m)
+		}
+	}
+	if want := strconv.Itoa(len(got)) + " of " + strconv.Itoa(total) + " models match."; sonnet.text("price-count") != want {
+		t.Errorf("the count says %q, want %q", sonnet.text("price-count"), want)
+	}
+	if v := sonnet.doc.Find("#price-q").AttrOr("value", ""); v != "SONNET-4" {
+		t.Errorf("the search box holds %q", v)
+	}
+	for _, m := range models(owner.get("/console/prices?provider=openai")) {
+		if strings.HasPrefix(m, "claude") {
+			t.Errorf("provider openai lists %s", m)
+		}
+	}
+	if r := owner.get("/console/prices?q=no-such-model"); !r.has("no-prices") || len(models(r)) != 0 {
+		t.Error("a search matching nothing does not say so")
 	}
 }

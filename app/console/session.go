@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +123,12 @@ func (c *Console) require(a access) func(http.Handler) http.Handler {
 				c.failWith(w, r, http.StatusUnauthorized, "Signed out", "Your session has ended; sign in again.")
 				return
 			case v == nil:
-				http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+				// A page asked for by its address is where sign-in returns to.
+				to := Prefix + "/signin"
+				if r.Method == http.MethodGet && r.URL.Path != Prefix+"/" {
+					to += "?next=" + url.QueryEscape(r.URL.RequestURI())
+				}
+				http.Redirect(w, r, to, http.StatusSeeOther)
 				return
 			case a == owner && !v.owner():
 				c.failWith(w, r, http.StatusForbidden, "Owners only", "Only an active team owner can do this.")
@@ -134,8 +140,8 @@ func (c *Console) require(a access) func(http.Handler) http.Handler {
 }
 
 // signInAs starts a fresh session for m: a new token (so a token planted before
-// sign-in is worthless), and expired sessions swept.
-func (c *Console) signInAs(w http.ResponseWriter, r *http.Request, m store.Member) error {
+// sign-in is worthless), and expired sessions swept; then it goes to page.
+func (c *Console) signInAs(w http.ResponseWriter, r *http.Request, m store.Member, page string) error {
 	ctx := r.Context()
 	if err := c.sessions.RenewToken(ctx); err != nil {
 		return err
@@ -146,6 +152,6 @@ func (c *Console) signInAs(w http.ResponseWriter, r *http.Request, m store.Membe
 		c.log.Warn("console: sweeping expired sessions", "err", err)
 	}
 	c.log.Info("console sign-in", "member_id", m.ID, "team_id", m.TeamID)
-	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+	http.Redirect(w, r, page, http.StatusSeeOther)
 	return nil
 }

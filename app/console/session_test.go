@@ -80,7 +80,13 @@ func TestSignInRotatesAndSignOutEndsTheSession(t *testing.T) {
 		t.Errorf("the session id from before the second sign-in: %d, want refused (303 to sign-in)", r.status)
 	}
 
-	wantRedirect(t, "sign out", c.post("/console/signout", url.Values{}), "/console/signin")
+	wantRedirect(t, "sign out", c.post("/console/signout", url.Values{}), "/console/signin?signed_out")
+	if r := c.get("/console/signin?signed_out"); r.text("signed-out") != "Signed out." {
+		t.Errorf("the page after signing out says %q, want Signed out.", r.text("signed-out"))
+	}
+	if c.get("/console/signin").has("signed-out") {
+		t.Error("the plain sign-in page says Signed out")
+	}
 	if r := withCookie(e, second).get("/console/"); r.status != http.StatusSeeOther {
 		t.Errorf("the session id after sign-out: %d, want refused (303 to sign-in)", r.status)
 	}

@@ -1,11 +1,13 @@
 package console
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,11 +18,32 @@ import (
 )
 
 func (c *Console) showSignIn(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
 	if viewerFrom(r.Context()) != nil {
-		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+		http.Redirect(w, r, cmp.Or(next, Prefix+"/"), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, views.SignInPage(views.SignIn{}))
+	c.render(w, r, http.StatusOK, views.SignInPage(views.SignIn{Next: next, SignedOut: r.URL.Query().Has("signed_out")}))
+}
+
+// safeNext is where to go after signing in: next if it is a console path on
+// this origin, else "". Anything a browser could read as another host (//evil,
+// /\evil, https://evil, a control character) or a path outside the console is
+// refused rather than repaired.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix+"/") || strings.ContainsAny(next, "\\") {
+		return ""
+	}
+	for _, b := range []byte(next) {
+		if b < 0x20 || b == 0x7f {
+			return ""
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
+		return ""
+	}
+	return next
 }
 
 // signIn checks an email and password. Failures are counted per account and
@@ -28,18 +51,19 @@ func (c *Console) showSignIn(w http.ResponseWriter, r *http.Request) {
 // right password or not. The message never says which part was wrong or
 // whether the account exists.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	form, err := readForm(w, r, "email", "password")
+	form, err := readForm(w, r, "email", "password", "next")
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(form.Get("email")))
+	next := safeNext(form.Get("next"))
 	account, address := "account:"+email, "address:"+remoteHost(r)
 	if wait := max(c.accounts.retryAfter(account), c.addresses.retryAfter(address)); wait > 0 {
 		observe.Security(r.Context(), c.log, "console_sign_in", "locked_out", slog.String("address", remoteHost(r)))
 		minutes := int(wait.Round(time.Minute) / time.Minute)
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		c.render(w, r, http.StatusTooManyRequests, views.SignInPage(views.SignIn{Email: email,
+		c.render(w, r, http.StatusTooManyRequests, views.SignInPage(views.SignIn{Email: email, Next: next,
 			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(minutes, 1))}))
 		return
 	}
@@ -55,7 +79,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.accounts.fail(account)
 		c.addresses.fail(address)
 		observe.Security(r.Context(), c.log, "console_sign_in", "failed", slog.String("address", remoteHost(r)))
-		c.render(w, r, http.StatusUnauthorized, views.SignInPage(views.SignIn{Email: email, Error: "Wrong email or password."}))
+		c.render(w, r, http.StatusUnauthorized, views.SignInPage(views.SignIn{Email: email, Next: next, Error: "Wrong email or password."}))
 		return
 	}
 	if err != nil {
@@ -63,7 +87,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.accounts.reset(account)
-	if err := c.signInAs(w, r, m); err != nil {
+	if err := c.signInAs(w, r, m, cmp.Or(next, Prefix+"/")); err != nil {
 		c.fail(w, r, err)
 	}
 }
@@ -78,7 +102,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+	http.Redirect(w, r, Prefix+"/signin?signed_out", http.StatusSeeOther)
 }
 
 // remoteHost is the client's address as this process sees it. Behind a proxy

@@ -15,6 +15,10 @@ import (
 // Redis read and a render every second.
 const maxStreams = 256
 
+// streamEndEvent tells the browser that the stream ends by design, after
+// StreamLifetime, rather than by failure.
+const streamEndEvent = "end"
+
 // streamWriteTimeout bounds one event's write, so a client that stops reading
 // cannot hold the stream's goroutine.
 const streamWriteTimeout = 10 * time.Second
@@ -65,6 +69,9 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, event string, n
 		case <-c.closing:
 			return
 		case <-end.C:
+			// Said before closing, so console.js closes the EventSource and opens
+			// a new one itself: a stream that merely ends reads as an error.
+			send([]byte("event: " + streamEndEvent + "\ndata:\n\n"))
 			return
 		case <-tick.C:
 			b, err := renderEvent(ctx, event, next)

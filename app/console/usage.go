@@ -41,7 +41,8 @@ type memberFigures struct {
 	refused []live.Refusal
 	// short says, per model the member used lately, that one request may cost
 	// more than their budget has left, so every such request is refused (402).
-	short []string
+	short    []string
+	keyNames map[string]string // the member's keys' names by id, to say which key made each request
 }
 
 func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64) (memberFigures, error) {
@@ -68,7 +69,14 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 			return f, err
 		}
 	}
-	return f, nil
+	keys, err := c.st.Keys(ctx, teamID)
+	f.keyNames = map[string]string{}
+	for _, k := range keys {
+		if k.MemberID == memberID {
+			f.keyNames[k.ID] = k.Name
+		}
+	}
+	return f, err
 }
 
 // shortfallModels is how many of a member's recent models are checked
@@ -170,20 +178,22 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 	}
 	vm.Shortfalls = figs.short
 	vm.Budget.Short = len(figs.short) > 0
-	vm.Recent = recentRows(figs.recent, figs.refused)
+	vm.Recent = recentRows(figs.recent, figs.refused, figs.keyNames)
 	return vm
 }
 
 // recentRows merges ledger rows and refusals, newest first, at most
-// recentRequests of them.
-func recentRows(ledger []proxy.LedgerEntry, refused []live.Refusal) []views.RecentRequest {
+// recentRequests of them; keyNames names the keys of the ledger's rows.
+func recentRows(ledger []proxy.LedgerEntry, refused []live.Refusal, keyNames map[string]string) []views.RecentRequest {
 	type dated struct {
 		at  time.Time
 		row views.RecentRequest
 	}
 	var all []dated
 	for _, e := range ledger {
-		all = append(all, dated{e.CreatedAt, recentRow(e)})
+		row := recentRow(e)
+		row.KeyID, row.KeyName = e.KeyID, keyNames[e.KeyID]
+		all = append(all, dated{e.CreatedAt, row})
 	}
 	for _, r := range refused {
 		all = append(all, dated{r.At, refusalRow(r)})

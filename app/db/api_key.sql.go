@@ -268,3 +268,52 @@ func (q *Queries) APIKeyRevoke(ctx context.Context, db DBTX, arg APIKeyRevokePar
 	)
 	return i, err
 }
+
+const keyUseList = `-- name: KeyUseList :many
+SELECT key_id, last_used_at FROM api_key_use WHERE team_id = $1
+`
+
+type KeyUseListRow struct {
+	KeyID      string
+	LastUsedAt time.Time
+}
+
+func (q *Queries) KeyUseList(ctx context.Context, db DBTX, teamID int64) ([]KeyUseListRow, error) {
+	rows, err := db.Query(ctx, keyUseList, teamID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []KeyUseListRow
+	for rows.Next() {
+		var i KeyUseListRow
+		if err := rows.Scan(&i.KeyID, &i.LastUsedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const keyUseRecord = `-- name: KeyUseRecord :exec
+INSERT INTO api_key_use (key_id, team_id, last_used_at)
+SELECT k.id, k.team_id, u.at
+FROM (SELECT unnest($1::text[]) AS key_id, unnest($2::timestamptz[]) AS at) u
+JOIN api_key k ON k.id = u.key_id
+ON CONFLICT (key_id) DO UPDATE SET last_used_at = greatest(api_key_use.last_used_at, excluded.last_used_at)
+`
+
+type KeyUseRecordParams struct {
+	KeyIds []string
+	UsedAt []time.Time
+}
+
+// The newest use of each key in a ledger batch; an older batch arriving late
+// never moves a time back. Ids that name no key are skipped.
+func (q *Queries) KeyUseRecord(ctx context.Context, db DBTX, arg KeyUseRecordParams) error {
+	_, err := db.Exec(ctx, keyUseRecord, arg.KeyIds, arg.UsedAt)
+	return err
+}

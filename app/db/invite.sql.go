@@ -100,6 +100,46 @@ func (q *Queries) InviteListPending(ctx context.Context, db DBTX, teamID *int64)
 	return items, nil
 }
 
+const inviteRevokePending = `-- name: InviteRevokePending :many
+DELETE FROM invite
+WHERE team_id = $1 AND email = $2 AND used_at IS NULL AND expires_at > now()
+RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at
+`
+
+type InviteRevokePendingParams struct {
+	TeamID *int64
+	Email  string
+}
+
+// Takes back every unused invite of email to the team: its links stop working.
+func (q *Queries) InviteRevokePending(ctx context.Context, db DBTX, arg InviteRevokePendingParams) ([]Invite, error) {
+	rows, err := db.Query(ctx, inviteRevokePending, arg.TeamID, arg.Email)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Invite
+	for rows.Next() {
+		var i Invite
+		if err := rows.Scan(
+			&i.TokenHash,
+			&i.TeamID,
+			&i.Email,
+			&i.Role,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+			&i.UsedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const inviteUse = `-- name: InviteUse :one
 UPDATE invite SET used_at = now()
 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()

@@ -22,6 +22,12 @@ type ApiKey struct {
 	RevokedAt  *time.Time
 }
 
+type ApiKeyUse struct {
+	KeyID      string
+	TeamID     int64
+	LastUsedAt time.Time
+}
+
 type AuditLog struct {
 	ID     int64
 	TeamID *int64

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,18 +111,79 @@ func (s *Store) CreateInvite(ctx context.Context, actor Actor, teamID int64, ema
 		case existing.TeamID != teamID || existing.PasswordHash != nil:
 			return invalid("email", "%s already has an account on this gateway", email)
 		}
-		row, err := s.q.InviteCreate(ctx, tx, db.InviteCreateParams{TokenHash: hash, TeamID: &teamID, Email: email,
-			Role: role, ExpiresAt: time.Now().Add(InviteLinkTTL)})
-		if err != nil {
-			return mapErr(err)
+		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, role); err != nil {
+			return err
 		}
-		inv = inviteFrom(row)
 		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteCreate, target: email, after: inv})
 	})
 	if err != nil {
 		return "", Invite{}, fmt.Errorf("store: invite %s: %w", email, err)
 	}
 	return token, inv, nil
+}
+
+func (s *Store) createInvite(ctx context.Context, tx pgx.Tx, hash []byte, teamID int64, email, role string) (Invite, error) {
+	row, err := s.q.InviteCreate(ctx, tx, db.InviteCreateParams{TokenHash: hash, TeamID: &teamID, Email: email,
+		Role: role, ExpiresAt: time.Now().Add(InviteLinkTTL)})
+	if err != nil {
+		return Invite{}, mapErr(err)
+	}
+	return inviteFrom(row), nil
+}
+
+// RevokeInvites takes back email's pending invites to the team: their links
+// stop working at once. ErrNotFound when there are none.
+func (s *Store) RevokeInvites(ctx context.Context, actor Actor, teamID int64, email string) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		revoked, err := s.revokeInvites(ctx, tx, teamID, email)
+		if err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteRevoke, target: email, before: revoked})
+	})
+	if err != nil {
+		return fmt.Errorf("store: revoke invites of %s: %w", email, err)
+	}
+	return nil
+}
+
+// ReissueInvite replaces email's pending invites to the team with one new
+// link, with the same role and a fresh expiry: for a link that was lost or is
+// about to lapse. The old links stop working. ErrNotFound when none is pending.
+func (s *Store) ReissueInvite(ctx context.Context, actor Actor, teamID int64, email string) (string, Invite, error) {
+	token, hash := newLinkToken()
+	var inv Invite
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		revoked, err := s.revokeInvites(ctx, tx, teamID, email)
+		if err != nil {
+			return err
+		}
+		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, revoked[0].Role); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteReissue, target: email, before: revoked, after: inv})
+	})
+	if err != nil {
+		return "", Invite{}, fmt.Errorf("store: reissue invite of %s: %w", email, err)
+	}
+	return token, inv, nil
+}
+
+// revokeInvites deletes email's pending invites to the team, newest first.
+func (s *Store) revokeInvites(ctx context.Context, tx pgx.Tx, teamID int64, email string) ([]Invite, error) {
+	rows, err := s.q.InviteRevokePending(ctx, tx, db.InviteRevokePendingParams{TeamID: &teamID, Email: email})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, ErrNotFound
+	}
+	slices.SortFunc(rows, func(a, b db.Invite) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	invites := make([]Invite, len(rows))
+	for i, r := range rows {
+		invites[i] = inviteFrom(r)
+	}
+	return invites, nil
 }
 
 // PendingInvite looks up a link that can still be used; a used, expired or

@@ -25,19 +25,22 @@ const (
 	ActionRouteTargetAdd    = "route.target.add"
 	ActionRouteTargetRemove = "route.target.remove"
 	ActionRouteResilience   = "route.resilience"
+	ActionRouteDelete       = "route.delete"
 	ActionKeyIssue          = "key.issue"
 	ActionKeyRotate         = "key.rotate"
 	ActionKeyRevoke         = "key.revoke"
 	ActionPriceSet          = "price.set"
 	ActionInviteCreate      = "invite.create"
+	ActionInviteRevoke      = "invite.revoke"
+	ActionInviteReissue     = "invite.reissue"
 	ActionSetupLink         = "setup.link"
 )
 
 // AuditActions is every action the store writes, in the order a filter lists them.
 func AuditActions() []string {
 	return []string{ActionMemberStatus, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
-		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionMemberPassword, ActionRouteAdd, ActionRouteUpdate,
-		ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionPriceSet, ActionTeamCreate,
+		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
+		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink}
 }
 

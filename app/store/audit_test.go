@@ -32,6 +32,9 @@ var auditedWriters = map[string]string{
 	"RevokeKey":          "key.revoke",
 	"SetPrice":           "price.set",
 	"CreateInvite":       "invite.create",
+	"ReissueInvite":      "invite.reissue",
+	"RevokeInvites":      "invite.revoke",
+	"DeleteRoute":        "route.delete",
 	"CreateSetupLink":    "setup.link",
 	// Writers whose actor is the link itself.
 	"CompleteSetup": "team.create, member.add, member.password",
@@ -116,6 +119,7 @@ func TestEveryWriterIsAudited(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	check("DeleteRoute", func() { must(f.st.DeleteRoute(ctx, actor, f.team.ID, route.ID))(t) })
 	var key store.IssuedKey
 	check("IssueKey", func() { key = must(f.st.IssueKey(ctx, actor, f.team.ID, f.member.ID, "ci"))(t) })
 	var rotated store.IssuedKey
@@ -127,6 +131,15 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	var invite string
 	check("CreateInvite", func() {
 		invite, _ = must2(f.st.CreateInvite(ctx, actor, f.team.ID, "cy@example.com", store.RoleMember))(t)
+	})
+	check("ReissueInvite", func() {
+		invite, _ = must2(f.st.ReissueInvite(ctx, actor, f.team.ID, "cy@example.com"))(t)
+	})
+	must2(f.st.CreateInvite(ctx, actor, f.team.ID, "dee@example.com", store.RoleMember))(t)
+	check("RevokeInvites", func() {
+		if err := f.st.RevokeInvites(ctx, actor, f.team.ID, "dee@example.com"); err != nil {
+			t.Fatal(err)
+		}
 	})
 	check("AcceptInvite", func() { must(f.st.AcceptInvite(ctx, invite, "a long enough password"))(t) })
 	var link string

@@ -11,7 +11,8 @@ import (
 	"github.com/tollgate/tollgate/proxy/usage"
 )
 
-// WriteLedger upserts entries in one round trip. A row already final (settled,
+// WriteLedger upserts entries in one round trip, then records the keys' last
+// use in another. A row already final (settled,
 // uncertain, implausible, released) is never reverted by a late held entry, so batches may be
 // written in any order and retried.
 func (s *Store) WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) error {
@@ -46,7 +47,43 @@ func (s *Store) WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) er
 	if firstErr != nil {
 		return fmt.Errorf("store: write %d ledger rows: %w", len(entries), firstErr)
 	}
+	// Keys' last use rides on the batch: one statement per flush, off the
+	// request path. A failure retries with the batch, which is harmless.
+	if err := s.recordKeyUse(ctx, entries); err != nil {
+		return fmt.Errorf("store: record keys' last use: %w", err)
+	}
 	return nil
+}
+
+// recordKeyUse stores, for each key in entries, its newest request's time.
+func (s *Store) recordKeyUse(ctx context.Context, entries []proxy.LedgerEntry) error {
+	newest := map[string]time.Time{}
+	for _, e := range entries {
+		if e.KeyID != "" && e.CreatedAt.After(newest[e.KeyID]) {
+			newest[e.KeyID] = e.CreatedAt
+		}
+	}
+	if len(newest) == 0 {
+		return nil
+	}
+	var p db.KeyUseRecordParams
+	for id, at := range newest {
+		p.KeyIds, p.UsedAt = append(p.KeyIds, id), append(p.UsedAt, at)
+	}
+	return s.q.KeyUseRecord(ctx, s.pool, p)
+}
+
+// KeysLastUsed maps each of a team's keys that has been used to when it last was.
+func (s *Store) KeysLastUsed(ctx context.Context, teamID int64) (map[string]time.Time, error) {
+	rows, err := s.q.KeyUseList(ctx, s.pool, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list keys' last use: %w", err)
+	}
+	used := make(map[string]time.Time, len(rows))
+	for _, r := range rows {
+		used[r.KeyID] = r.LastUsedAt
+	}
+	return used, nil
 }
 
 // Ledger lists a team's newest ledger rows since a time, optionally for one member.

@@ -72,7 +72,7 @@ var (
 )
 
 // reservedPrefixes belong to the gateway itself.
-var reservedPrefixes = []string{"/console", "/static", "/healthz", "/readyz", "/metrics"}
+var reservedPrefixes = []string{"/console", "/static", "/favicon.ico", "/healthz", "/readyz", "/metrics"}
 
 // withPreset fills the fields the spec leaves blank from its preset.
 func (spec RouteSpec) withPreset() (RouteSpec, error) {
@@ -203,6 +203,24 @@ func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spe
 	})
 	if err != nil {
 		return Route{}, fmt.Errorf("store: update route %d: %w", routeID, err)
+	}
+	return r, nil
+}
+
+// DeleteRoute removes a team's route with its targets; the gateway stops
+// serving its prefix at the next snapshot. Ledger rows keep the route's id.
+func (s *Store) DeleteRoute(ctx context.Context, actor Actor, teamID, routeID int64) (Route, error) {
+	var r Route
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.RouteDelete(ctx, tx, db.RouteDeleteParams{TeamID: teamID, ID: routeID})
+		if err != nil {
+			return mapErr(err)
+		}
+		r = routeFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionRouteDelete, target: r.Prefix, before: r})
+	})
+	if err != nil {
+		return Route{}, fmt.Errorf("store: delete route %d: %w", routeID, err)
 	}
 	return r, nil
 }
