@@ -69,7 +69,12 @@ type adminCmd struct {
 }
 
 func admin(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		// As bare `tollgate` does: a missing verb is a usage mistake (exit 2), and
+		// the usage goes to stderr with the error, not to stdout.
+		return usagef("admin: missing verb\n%s", adminUsage)
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(env.Stdout, adminUsage)
 		return nil
 	}

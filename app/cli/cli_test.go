@@ -79,13 +79,19 @@ func noDB(t *testing.T) *tool {
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
 	c := noDB(t)
-	if out := c.ok("version"); !regexp.MustCompile(`^tollgate \S+\n$`).MatchString(out) {
-		t.Errorf("version printed %q, want one line `tollgate <version>`", out)
+	// A test binary is stamped with no commit; describeBuild's own test covers that part.
+	if out := c.ok("version"); !regexp.MustCompile(`^tollgate \S+ \(no VCS commit stamped\)\n$`).MatchString(out) {
+		t.Errorf("version printed %q, want one line `tollgate <version> (no VCS commit stamped)`", out)
 	}
-	for _, args := range [][]string{{"help"}, {"--help"}, {"admin", "help"}, {"admin"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"admin", "help"}} {
 		if out := c.ok(args...); !strings.Contains(out, "usage: tollgate") {
 			t.Errorf("tollgate %v printed %q, want the usage", args, out)
 		}
+	}
+	// No verb is a mistake, as no command is: exit 2 (a UsageError), usage on stderr.
+	out, err := c.run("admin")
+	if _, ok := errors.AsType[*cli.UsageError](err); !ok || out != "" || !strings.Contains(err.Error(), "usage: tollgate admin <verb>") {
+		t.Errorf("tollgate admin: err %v (%T), stdout %q; want a UsageError carrying the admin usage and nothing on stdout", err, err, out)
 	}
 }
 
