@@ -498,15 +498,20 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 	}
 }
 
-// credentialSummary says whether a route's credential is configured, never what it is.
+// credentialSummary says whether a route's credential is configured, never
+// what it is. It can only see this shell's environment, not the gateway's
+// (which the console reports), so it says which one it means; the built-in
+// mock's credential is one tollgate dev sets in its own process.
 func credentialSummary(header, env string, getenv func(string) string) string {
-	if header == "" {
+	switch {
+	case header == "":
 		return "none"
+	case getenv(env) != "":
+		return header + " from $" + env + " (set in this shell)"
+	case env == mockCredentialEnv:
+		return header + " from $" + env + " (not set in this shell; tollgate dev sets it in its own process for its built-in mock)"
 	}
-	if getenv(env) == "" {
-		return header + " from $" + env + " (unset here)"
-	}
-	return header + " from $" + env + " (set)"
+	return header + " from $" + env + " (not set in this shell; the gateway reads its own environment)"
 }
 
 func audit(ctx context.Context, c *adminCmd, args []string) error {
