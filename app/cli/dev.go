@@ -95,10 +95,11 @@ func dev(ctx context.Context, args []string, env Env) error {
 	}
 	ownMock := func() (string, error) { return *mockURL, nil }
 	if *mockURL == "" {
+		// Started once, and only if a preset needs it; stopped after the gateway drained.
 		var url string
 		stopMock := func() {}
-		defer func() { stopMock() }()      // after the gateway has drained
-		ownMock = func() (string, error) { // started once, and only if a preset needs it
+		defer func() { stopMock() }()
+		ownMock = func() (string, error) {
 			if url != "" {
 				return url, nil
 			}
