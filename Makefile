@@ -10,8 +10,11 @@ help: ## list targets
 # Extra flags for `tollgate dev`, e.g. make run RUN_ARGS="--mock-addr 127.0.0.1:9998".
 RUN_ARGS ?=
 
+# Built, then exec'd rather than `go run`: go run exits 1 whenever it gets the
+# SIGINT of a Ctrl-C, even after tollgate shut down cleanly and exited 0, and
+# make then reports "Error 1". exec leaves tollgate as make's own child.
 run: ## the newcomer's command: gateway + local team on local Postgres (mock upstream without provider keys)
-	$(GO) run ./cmd/tollgate dev $(RUN_ARGS)
+	$(GO) build -o bin/tollgate ./cmd/tollgate && exec bin/tollgate dev $(RUN_ARGS)
 
 build: ## build bin/tollgate and bin/mockprovider
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./cmd/tollgate ./cmd/mockprovider

@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/tollgate/tollgate/app/store"
 )
 
 // The official SDKs, pointed at the gateway with nothing changed but base URL and
@@ -69,6 +72,42 @@ func TestAnthropicSDK(t *testing.T) {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized || !strings.Contains(apiErr.Error(), "authentication_error") {
 		t.Fatalf("bad key: err = %v, want an *anthropic.Error 401 authentication_error", err)
+	}
+}
+
+// TestAnthropicSDKCountTokens: messages.countTokens reaches the provider with
+// the injected credential and is free, as at the provider: no hold against the
+// budget, no charge, no ledger row.
+func TestAnthropicSDKCountTokens(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "total"})
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+	client := anthropicClient(f, f.key)
+	var resp *http.Response
+	count, err := client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{
+		Model:    anthropicParams.Model,
+		Messages: anthropicParams.Messages,
+	}, anthropicoption.WithResponseInto(&resp))
+	must(t, err)
+	if count.InputTokens <= 0 {
+		t.Fatalf("count_tokens = %+v, want the input tokens", count)
+	}
+	if got := resp.Header.Get("X-Budget-Remaining-Micros"); got != "1000000" {
+		t.Errorf("budget remaining after count_tokens = %q, want all of it (1000000)", got)
+	}
+	records := f.mock.Records()
+	if len(records) != 1 || records[0].Path != "/v1/messages/count_tokens" || records[0].APIKeyHeader != anthropicSecret {
+		t.Fatalf("upstream saw %+v, want one count_tokens call with the provider credential", records)
+	}
+	time.Sleep(300 * time.Millisecond) // past a ledger flush
+	rows, err := f.st.Ledger(context.Background(), f.team.ID, nil, time.Time{}, 100)
+	must(t, err)
+	if len(rows) != 0 {
+		t.Fatalf("ledger rows %+v after count_tokens, want none: counting is free", rows)
 	}
 }
 

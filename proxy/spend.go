@@ -33,7 +33,7 @@ type meter struct {
 }
 
 // unmeteredHold is reserved for a write to a paid route whose endpoint has no
-// token price (batches, files, count_tokens): it is released at settle, but it
+// token price (batches, files): it is released at settle, but it
 // makes a member whose budget is spent get refused there too.
 const unmeteredHold = 1
 
@@ -46,6 +46,9 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 		return m, nil
 	}
 	upstreamPath := strings.TrimSuffix(route.Targets[0].Upstream.EscapedPath(), "/") + rest
+	if free(route.Dialect, r.Method, upstreamPath) {
+		return meter{}, nil
+	}
 	m.kind = usage.KindFor(string(route.Dialect), r.Method, upstreamPath)
 	kind, ok := estimateKinds[m.kind]
 	if !ok {
@@ -93,6 +96,14 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 	// The usage is read from the response as it passes: it must not arrive compressed.
 	r.Header.Set("Accept-Encoding", "identity")
 	return m, nil
+}
+
+// free says the provider never charges for the endpoint: Anthropic's token
+// counting. It is admitted like any request (rate limits and cut-offs bind)
+// but holds nothing, is never charged and writes no ledger row, so counting a
+// prompt before sending it costs a member nothing, as it does at the provider.
+func free(dialect Dialect, method, upstreamPath string) bool {
+	return dialect == DialectAnthropic && method == http.MethodPost && strings.HasSuffix(upstreamPath, "/v1/messages/count_tokens")
 }
 
 var estimateKinds = map[usage.Kind]estimate.Kind{

@@ -67,7 +67,7 @@ client = anthropic.Anthropic(
     api_key=os.environ["TOLLGATE_KEY"],
 )
 message = client.messages.create(
-    model="claude-sonnet-4-5",
+    model="claude-sonnet-4-6",
     max_tokens=256,
     messages=[{"role": "user", "content": "Hello"}],
 )
@@ -80,7 +80,7 @@ const client = new Anthropic({
   apiKey: process.env.TOLLGATE_KEY,
 });
 const message = await client.messages.create({
-  model: "claude-sonnet-4-5",
+  model: "claude-sonnet-4-6",
   max_tokens: 256,
   messages: [{ role: "user", content: "Hello" }],
 });
@@ -90,7 +90,7 @@ const anthropicCurl = `curl %s/v1/messages \
   -H "x-api-key: $TOLLGATE_KEY" \
   -H "anthropic-version: 2023-06-01" \
   -H "content-type: application/json" \
-  -d '{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[{"role":"user","content":"Hello"}]}'`
+  -d '{"model":"claude-sonnet-4-6","max_tokens":256,"messages":[{"role":"user","content":"Hello"}]}'`
 
 const openaiPython = `import os
 from openai import OpenAI
@@ -100,7 +100,7 @@ client = OpenAI(
     api_key=os.environ["TOLLGATE_KEY"],
 )
 completion = client.chat.completions.create(
-    model="gpt-4o-mini",
+    model="gpt-5.4-mini",
     messages=[{"role": "user", "content": "Hello"}],
 )
 print(completion.choices[0].message.content)`
@@ -112,7 +112,7 @@ const client = new OpenAI({
   apiKey: process.env.TOLLGATE_KEY,
 });
 const completion = await client.chat.completions.create({
-  model: "gpt-4o-mini",
+  model: "gpt-5.4-mini",
   messages: [{ role: "user", content: "Hello" }],
 });
 console.log(completion.choices[0].message.content);`
@@ -120,7 +120,7 @@ console.log(completion.choices[0].message.content);`
 const openaiCurl = `curl %s/v1/chat/completions \
   -H "Authorization: Bearer $TOLLGATE_KEY" \
   -H "content-type: application/json" \
-  -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello"}]}'`
+  -d '{"model":"gpt-5.4-mini","messages":[{"role":"user","content":"Hello"}]}'`
 
 const genericCurl = `curl %s/ \
   -H "Authorization: Bearer $TOLLGATE_KEY"`

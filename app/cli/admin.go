@@ -69,7 +69,12 @@ type adminCmd struct {
 }
 
 func admin(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		// As bare `tollgate` does: a missing verb is a usage mistake (exit 2), and
+		// the usage goes to stderr with the error, not to stdout.
+		return usagef("admin: missing verb\n%s", adminUsage)
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(env.Stdout, adminUsage)
 		return nil
 	}
@@ -493,15 +498,20 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 	}
 }
 
-// credentialSummary says whether a route's credential is configured, never what it is.
+// credentialSummary says whether a route's credential is configured, never
+// what it is. It can only see this shell's environment, not the gateway's
+// (which the console reports), so it says which one it means; the built-in
+// mock's credential is one tollgate dev sets in its own process.
 func credentialSummary(header, env string, getenv func(string) string) string {
-	if header == "" {
+	switch {
+	case header == "":
 		return "none"
+	case getenv(env) != "":
+		return header + " from $" + env + " (set in this shell)"
+	case env == mockCredentialEnv:
+		return header + " from $" + env + " (not set in this shell; tollgate dev sets it in its own process for its built-in mock)"
 	}
-	if getenv(env) == "" {
-		return header + " from $" + env + " (unset here)"
-	}
-	return header + " from $" + env + " (set)"
+	return header + " from $" + env + " (not set in this shell; the gateway reads its own environment)"
 }
 
 func audit(ctx context.Context, c *adminCmd, args []string) error {

@@ -78,7 +78,7 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("generic route = %+v", generic)
 	}
 	wantOutput(t, "list routes", c.ok("admin", "list", "routes", "--team", "acme"), "PREFIX",
-		"/anthropic", "x-api-key from $ANTHROPIC_API_KEY (set)", "Authorization from $OPENAI_API_KEY (unset here)", "/local")
+		"/anthropic", "x-api-key from $ANTHROPIC_API_KEY (set in this shell)", "Authorization from $OPENAI_API_KEY (not set in this shell; the gateway reads its own environment)", "/local")
 
 	// Targets: a second provider account on the anthropic route, and probes.
 	wantOutput(t, "add-target", c.ok("admin", "add-target", "--team", "acme", "--prefix", "/anthropic",
@@ -94,7 +94,7 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("list routes --json = %+v", routes)
 	}
 	wantOutput(t, "list routes with a target", c.ok("admin", "list", "routes", "--team", "acme"),
-		"+ https://api.anthropic.com", "x-api-key from $TOLLGATE_CREDENTIAL_SECOND (unset here)", "/v1/models")
+		"+ https://api.anthropic.com", "x-api-key from $TOLLGATE_CREDENTIAL_SECOND (not set in this shell; the gateway reads its own environment)", "/v1/models")
 	wantOutput(t, "remove-target", c.ok("admin", "remove-target", "--team", "acme", "--prefix", "/anthropic",
 		"--upstream", "https://api.anthropic.com", "--credential-env", "TOLLGATE_CREDENTIAL_SECOND"),
 		"route /anthropic no longer sends traffic to https://api.anthropic.com")

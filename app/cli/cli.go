@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -74,11 +75,34 @@ func Run(ctx context.Context, args []string, env Env) error {
 	return usagef("unknown command %q; run tollgate help", args[0])
 }
 
+// version is the module version and the commit the binary was built from, as
+// the go command stamped them: "(devel)" alone says nothing about which
+// source a `go run` or `go build` in a checkout compiled.
 func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown: built without module support)"
 	}
-	return "(devel)"
+	return describeBuild(info)
+}
+
+func describeBuild(info *debug.BuildInfo) string {
+	v := cmp.Or(info.Main.Version, "(devel)")
+	var commit, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if commit == "" {
+		return v + " (no VCS commit stamped)"
+	}
+	return v + " commit " + commit + dirty
 }
 
 // loadConfig reads the environment; its error lists every bad variable, one per line.
@@ -91,7 +115,16 @@ func loadConfig(env Env) (config.Config, error) {
 }
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: durationsAsText}))
+}
+
+// durationsAsText writes a time.Duration as "30s" rather than the JSON
+// handler's nanosecond integer (30000000000), which a person misreads.
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 func serve(ctx context.Context, args []string, env Env) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,13 +80,19 @@ func noDB(t *testing.T) *tool {
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
 	c := noDB(t)
-	if out := c.ok("version"); !regexp.MustCompile(`^tollgate \S+\n$`).MatchString(out) {
-		t.Errorf("version printed %q, want one line `tollgate <version>`", out)
+	// A test binary is stamped with no commit; describeBuild's own test covers that part.
+	if out := c.ok("version"); !regexp.MustCompile(`^tollgate \S+ \(no VCS commit stamped\)\n$`).MatchString(out) {
+		t.Errorf("version printed %q, want one line `tollgate <version> (no VCS commit stamped)`", out)
 	}
-	for _, args := range [][]string{{"help"}, {"--help"}, {"admin", "help"}, {"admin"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"admin", "help"}} {
 		if out := c.ok(args...); !strings.Contains(out, "usage: tollgate") {
 			t.Errorf("tollgate %v printed %q, want the usage", args, out)
 		}
+	}
+	// No verb is a mistake, as no command is: exit 2 (a UsageError), usage on stderr.
+	out, err := c.run("admin")
+	if _, ok := errors.AsType[*cli.UsageError](err); !ok || out != "" || !strings.Contains(err.Error(), "usage: tollgate admin <verb>") {
+		t.Errorf("tollgate admin: err %v (%T), stdout %q; want a UsageError carrying the admin usage and nothing on stdout", err, err, out)
 	}
 }
 
@@ -148,9 +155,16 @@ func TestMigratePrintsVersion(t *testing.T) {
 // devKey matches the key dev mode prints for the newcomer.
 var devKey = regexp.MustCompile(`export TOLLGATE_KEY=(tg_[a-z2-7]{13}_[a-z2-7]{52})\n`)
 
-// runDev starts dev mode with its mock provider on mockAddr, returns its URL and
-// key, and a stop func that cancels it and checks it shut down cleanly.
-func runDev(t *testing.T, c *tool, mockAddr string) (url, key string, stop func()) {
+// devRun is one running `tollgate dev`.
+type devRun struct {
+	url, key string
+	banner   string // what it printed on stdout
+	stop     func()
+}
+
+// runDev starts dev mode with its mock provider on mockAddr, returns its URL,
+// key and banner, and a stop func that cancels it and checks it shut down cleanly.
+func runDev(t *testing.T, c *tool, mockAddr string) devRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan string, 1)
@@ -160,8 +174,13 @@ func runDev(t *testing.T, c *tool, mockAddr string) (url, key string, stop func(
 	env.Ready = func(u string) { ready <- u }
 	done := make(chan error, 1)
 	go func() { done <- cli.Run(ctx, []string{"dev", "--mock-addr", mockAddr}, env) }()
-	stop = func() {
+	stopped := false
+	stop := func() {
 		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -172,6 +191,7 @@ func runDev(t *testing.T, c *tool, mockAddr string) (url, key string, stop func(
 			t.Fatal("dev did not stop within 30s of cancel")
 		}
 	}
+	var url string
 	select {
 	case url = <-ready:
 	case err := <-done:
@@ -186,13 +206,13 @@ func runDev(t *testing.T, c *tool, mockAddr string) (url, key string, stop func(
 		stop()
 		t.Fatalf("dev printed %d keys, want the key exactly once:\n%s", len(m), stdout.String())
 	}
-	return url, m[0][1], stop
+	return devRun{url: url, key: m[0][1], banner: stdout.String(), stop: stop}
 }
 
 // message sends the newcomer's first call, as the printed curl does.
 func message(t *testing.T, url, key string) (*http.Response, []byte) {
 	t.Helper()
-	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}`
+	body := `{"model":"claude-sonnet-4-6","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}`
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/anthropic/v1/messages", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -213,11 +233,24 @@ func message(t *testing.T, url, key string) (*http.Response, []byte) {
 	return resp, buf.Bytes()
 }
 
+type devRoute struct {
+	Prefix        string
+	UpstreamURL   string `json:"upstream_url"`
+	CredentialEnv string `json:"credential_env"`
+}
+
+func devRoutes(c *tool) []devRoute {
+	var routes []devRoute
+	c.json(&routes, "admin", "list", "routes", "--team", "local")
+	return routes
+}
+
 func TestDevServesFirstCall(t *testing.T) {
 	t.Parallel()
 	c := newTool(t)
-	url, key, stop := runDev(t, c, "127.0.0.1:0")
-	resp, body := message(t, url, key)
+	run := runDev(t, c, "127.0.0.1:0")
+	defer run.stop()
+	resp, body := message(t, run.url, run.key)
 	var msg struct {
 		Type  string `json:"type"`
 		Usage *struct {
@@ -229,35 +262,109 @@ func TestDevServesFirstCall(t *testing.T) {
 		msg.Usage == nil || msg.Usage.InputTokens <= 0 || msg.Usage.OutputTokens <= 0 {
 		t.Errorf("POST /anthropic/v1/messages = %d %s, want 200 with a message and its usage", resp.StatusCode, body)
 	}
-	wrong := key[:len(key)-1] + map[bool]string{true: "b", false: "a"}[strings.HasSuffix(key, "a")]
-	if resp, body := message(t, url, wrong); resp.StatusCode != http.StatusUnauthorized || bytes.Contains(body, []byte(wrong)) {
+	wrong := run.key[:len(run.key)-1] + map[bool]string{true: "b", false: "a"}[strings.HasSuffix(run.key, "a")]
+	if resp, body := message(t, run.url, wrong); resp.StatusCode != http.StatusUnauthorized || bytes.Contains(body, []byte(wrong)) {
 		t.Errorf("wrong key: %d %s, want 401 without the key echoed", resp.StatusCode, body)
 	}
-	var routes []struct {
-		Prefix      string
-		UpstreamURL string `json:"upstream_url"`
-	}
-	c.json(&routes, "admin", "list", "routes", "--team", "local")
-	if len(routes) != 2 || !strings.HasPrefix(routes[0].UpstreamURL, "http://127.0.0.1:") {
+	routes := devRoutes(c)
+	if len(routes) != 2 || !strings.HasPrefix(routes[0].UpstreamURL, "http://127.0.0.1:") || routes[0].UpstreamURL != routes[1].UpstreamURL {
 		t.Fatalf("dev routes = %+v, want the two presets on the local mock", routes)
 	}
-	stop()
-
-	// A second run on the same database (and the same mock address, as with the
-	// default --mock-addr) reuses the team and issues a new key; the first key
-	// still works.
-	url, key2, stop := runDev(t, c, strings.TrimPrefix(routes[0].UpstreamURL, "http://"))
-	defer stop()
-	if key2 == key {
-		t.Error("second dev run printed the same key")
-	}
-	for _, k := range []string{key, key2} {
-		if resp, body := message(t, url, k); resp.StatusCode != http.StatusOK {
-			t.Errorf("second run, key %s…: %d %s", k[:16], resp.StatusCode, body)
+	for _, r := range routes {
+		if want := "  " + r.Prefix; !strings.Contains(run.banner, want) || !strings.Contains(run.banner, r.UpstreamURL+", the built-in mock provider") {
+			t.Errorf("banner does not say %s goes to the built-in mock at %s:\n%s", r.Prefix, r.UpstreamURL, run.banner)
 		}
 	}
-	var teams []struct{ Name string }
-	if c.json(&teams, "admin", "list", "teams"); len(teams) != 1 || teams[0].Name != "local" {
-		t.Errorf("teams after two dev runs = %+v, want just local", teams)
+	if strings.Contains(run.banner, "billed to") || !strings.Contains(run.banner, "make run revokes it the next time") {
+		t.Errorf("first run's banner:\n%s\nwant nothing billed and the key's fate said", run.banner)
+	}
+	// The CLI cannot see the dev process's mock credential; it must not call it unset.
+	wantOutput(t, "list routes", c.ok("admin", "list", "routes", "--team", "local"),
+		"x-api-key from $TOLLGATE_CREDENTIAL_MOCK (not set in this shell; tollgate dev sets it in its own process for its built-in mock)")
+}
+
+// TestDevRerunLeavesRunningInstanceAlone: a second make run on the same
+// database, while the first still runs, with another --mock-addr, does not
+// re-point the shared routes (the first keeps working), revokes the earlier
+// run's key and says so; once the first has stopped, the next run points the
+// routes at its own mock.
+func TestDevRerunLeavesRunningInstanceAlone(t *testing.T) {
+	t.Parallel()
+	c := newTool(t)
+	first := runDev(t, c, "127.0.0.1:0")
+	defer first.stop()
+	before := devRoutes(c)
+
+	second := runDev(t, c, "127.0.0.1:0")
+	defer second.stop()
+	if after := devRoutes(c); !slices.Equal(after, before) {
+		t.Errorf("routes after a second run = %+v, want them untouched: %+v", after, before)
+	}
+	if !strings.Contains(second.banner, before[0].UpstreamURL+", the mock of another make run") {
+		t.Errorf("second banner does not say it uses the first run's mock at %s:\n%s", before[0].UpstreamURL, second.banner)
+	}
+	firstID := strings.Split(first.key, "_")[1]
+	if !strings.Contains(second.banner, "revoked the 1 key(s) earlier make runs issued: "+firstID) {
+		t.Errorf("second banner does not say it revoked %s:\n%s", firstID, second.banner)
+	}
+	for _, gw := range []string{first.url, second.url} {
+		if resp, body := message(t, gw, second.key); resp.StatusCode != http.StatusOK {
+			t.Errorf("new key on %s: %d %s", gw, resp.StatusCode, body)
+		}
+		if resp, _ := message(t, gw, first.key); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("revoked key on %s: %d, want 401", gw, resp.StatusCode)
+		}
+	}
+	var keys []struct {
+		ID, Name  string
+		RevokedAt *time.Time `json:"revoked_at"`
+	}
+	c.json(&keys, "admin", "list", "keys", "--team", "local")
+	live := 0
+	for _, k := range keys {
+		if k.RevokedAt == nil {
+			live++
+		}
+	}
+	if len(keys) != 2 || live != 1 {
+		t.Errorf("keys after two runs = %+v, want two, one live", keys)
+	}
+
+	first.stop()
+	second.stop()
+	third := runDev(t, c, "127.0.0.1:0")
+	defer third.stop()
+	routes := devRoutes(c)
+	if routes[0].UpstreamURL == before[0].UpstreamURL || !strings.Contains(third.banner, routes[0].UpstreamURL+", the built-in mock provider") {
+		t.Errorf("third run, the first's mock gone: routes %+v, banner:\n%s\nwant them on its own mock", routes, third.banner)
+	}
+	if resp, body := message(t, third.url, third.key); resp.StatusCode != http.StatusOK {
+		t.Errorf("third run: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestDevBannerSaysWhichRouteIsReal: with only ANTHROPIC_API_KEY set, the
+// banner says /anthropic reaches the real, billed API and /openai the mock.
+func TestDevBannerSaysWhichRouteIsReal(t *testing.T) {
+	t.Parallel()
+	c := newTool(t)
+	c.vars["ANTHROPIC_API_KEY"] = "sk-ant-test-not-used"
+	run := runDev(t, c, "127.0.0.1:0")
+	defer run.stop()
+	routes := devRoutes(c)
+	if len(routes) != 2 || routes[0].Prefix != "/anthropic" || routes[0].UpstreamURL != "https://api.anthropic.com" || routes[0].CredentialEnv != "ANTHROPIC_API_KEY" {
+		t.Fatalf("routes = %+v, want /anthropic on the real API", routes)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\n  /anthropic +-> https://api\.anthropic\.com with \$ANTHROPIC_API_KEY: the real provider, calls are billed`),
+		regexp.MustCompile(`\n  /openai +-> ` + regexp.QuoteMeta(routes[1].UpstreamURL) + `, the built-in mock provider`),
+		regexp.MustCompile(`this call goes to the real Anthropic API and is billed`),
+	} {
+		if !want.MatchString(run.banner) {
+			t.Errorf("banner does not match %s:\n%s", want, run.banner)
+		}
+	}
+	if strings.Count(run.banner, "mock") != 1 {
+		t.Errorf("banner mentions the mock %d times, want once (for /openai only):\n%s", strings.Count(run.banner, "mock"), run.banner)
 	}
 }

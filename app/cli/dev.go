@@ -3,12 +3,11 @@ package cli
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/app"
@@ -21,9 +20,38 @@ import (
 // built-in mock provider; the mock insists on it, so injection is exercised.
 const mockCredentialEnv = "TOLLGATE_CREDENTIAL_MOCK"
 
-// dev is `make run`: the gateway plus a local team ready for an SDK call. Without
-// ANTHROPIC_API_KEY / OPENAI_API_KEY the routes point at a built-in mock
-// provider, so a newcomer gets a working call with no account at all.
+// devMockKey is that credential for the built-in mock. It is the same in every
+// run, not random, so a second make run on the same database can forward to an
+// earlier run's mock that still answers rather than re-point the shared routes
+// at its own (which broke the earlier run); the mock serves canned text on
+// loopback, so this key guards nothing worth a secret.
+const devMockKey = "tollgate-dev-mock"
+
+// exampleModel is the model the banner's example call names: a current one
+// the seeded prices cover (migrations/0003_prices.sql).
+const exampleModel = "claude-sonnet-4-6"
+
+// devKeyName starts the name of every key make run issues, which is how a
+// later run finds them to revoke.
+const devKeyName = "make run "
+
+// providerKeyEnv is, per preset, the variable that sends it to the real provider.
+var providerKeyEnv = map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+// devPresets in the banner's order.
+var devPresets = []string{"anthropic", "openai"}
+
+// devRoute is where this run sends one preset, for the banner.
+type devRoute struct {
+	preset   string
+	upstream string // "" = the real provider
+	// borrowed: the mock of another make run, still answering, left as it was.
+	borrowed bool
+}
+
+// dev is `make run`: the gateway plus a local team ready for an SDK call. A
+// preset whose provider key (ANTHROPIC_API_KEY / OPENAI_API_KEY) is unset points
+// at a built-in mock provider, so a newcomer gets a working call with no account.
 func dev(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("dev")
 	teamName := fs.String("team", "local", "team to set up")
@@ -42,32 +70,13 @@ func dev(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log := newLogger(cfg, env.Stderr)
-
 	getenv := env.Getenv
-	upstreams := map[string]string{"anthropic": "", "openai": ""} // "" = the real provider
-	credentialEnvs := map[string]string{}
-	if getenv("ANTHROPIC_API_KEY") == "" || getenv("OPENAI_API_KEY") == "" {
-		upstream := *mockURL
-		if upstream == "" {
-			mockKey := randomToken()
-			url, stop, err := startMock(*mockAddr, mockKey)
-			if err != nil {
-				return err
+	if *mockURL == "" {
+		getenv = func(name string) string {
+			if name == mockCredentialEnv {
+				return devMockKey
 			}
-			defer stop()
-			upstream = url
-			getenv = func(name string) string {
-				if name == mockCredentialEnv {
-					return mockKey
-				}
-				return env.Getenv(name)
-			}
-		}
-		for preset, envName := range map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"} {
-			if getenv(envName) == "" {
-				upstreams[preset] = upstream
-				credentialEnvs[preset] = mockCredentialEnv
-			}
+			return env.Getenv(name)
 		}
 	}
 
@@ -76,7 +85,48 @@ func dev(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer a.Close()
-	plaintext, err := setUpLocalTeam(ctx, a.Store, *teamName, *email, upstreams, credentialEnvs)
+	team, err := localTeam(ctx, a.Store, *teamName, *email)
+	if err != nil {
+		return err
+	}
+	routes, err := a.Store.Routes(ctx, team.ID)
+	if err != nil {
+		return err
+	}
+	ownMock := func() (string, error) { return *mockURL, nil }
+	if *mockURL == "" {
+		// Started once, and only if a preset needs it; stopped after the gateway drained.
+		var url string
+		stopMock := func() {}
+		defer func() { stopMock() }()
+		ownMock = func() (string, error) {
+			if url != "" {
+				return url, nil
+			}
+			u, stop, err := startMock(*mockAddr, devMockKey)
+			if err != nil {
+				return "", err
+			}
+			url, stopMock = u, stop
+			return url, nil
+		}
+	}
+	var plan []devRoute
+	for _, preset := range devPresets {
+		r, err := planRoute(ctx, preset, routes, getenv(providerKeyEnv[preset]) != "", *mockURL == "", ownMock)
+		if err != nil {
+			return err
+		}
+		spec := store.RouteSpec{TeamID: team.ID, Preset: preset, UpstreamURL: r.upstream}
+		if r.upstream != "" {
+			spec.CredentialEnv = mockCredentialEnv
+		}
+		if err := syncRoute(ctx, a.Store, routes, spec); err != nil {
+			return err
+		}
+		plan = append(plan, r)
+	}
+	plaintext, revoked, err := issueDevKey(ctx, a.Store, team.ID, *email)
 	if err != nil {
 		return err
 	}
@@ -89,12 +139,49 @@ func dev(ctx context.Context, args []string, env Env) error {
 	}
 	ready := env.Ready
 	env.Ready = func(publicURL string) {
-		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, upstreams)
+		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, plan, revoked)
 		if ready != nil {
 			ready(publicURL)
 		}
 	}
 	return listenAndServe(ctx, a, cfg, env, log, false)
+}
+
+// planRoute decides where a preset goes on this run: the real provider when its
+// key is set; else the mock the route already points at if that mock still
+// answers (another make run's: re-pointing the shared route would break that
+// run); else this run's own mock.
+func planRoute(ctx context.Context, preset string, routes []store.Route, realKey, builtInMock bool, ownMock func() (string, error)) (devRoute, error) {
+	if realKey {
+		return devRoute{preset: preset}, nil
+	}
+	if builtInMock {
+		prefix := store.Presets[preset].Prefix
+		for _, r := range routes {
+			if r.Prefix == prefix && r.CredentialEnv == mockCredentialEnv && mockAnswers(ctx, r.UpstreamURL) {
+				return devRoute{preset: preset, upstream: r.UpstreamURL, borrowed: true}, nil
+			}
+		}
+	}
+	url, err := ownMock()
+	return devRoute{preset: preset, upstream: url}, err
+}
+
+// mockAnswers says whether a built-in mock with devMockKey serves at url.
+func mockAnswers(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/v1/models", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("x-api-key", devMockKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // withoutDrainDelay makes Ctrl-C stop make run at once: no load balancer
@@ -108,11 +195,8 @@ func withoutDrainDelay(getenv func(string) string) func(string) string {
 	}
 }
 
-// setUpLocalTeam creates the team and its owner on the first run, points the two
-// preset routes at this run's upstreams (the mock's address or the real
-// providers may differ from the last run), and issues a fresh key on every run
-// (the previous one was printed once and may be lost).
-func setUpLocalTeam(ctx context.Context, st *store.Store, teamName, email string, upstreams, credentialEnvs map[string]string) (string, error) {
+// localTeam finds the team, or creates it and its owner on the first run.
+func localTeam(ctx context.Context, st *store.Store, teamName, email string) (store.Team, error) {
 	team, err := st.FindTeam(ctx, teamName)
 	if errors.Is(err, store.ErrNotFound) {
 		team, err = st.CreateTeam(ctx, store.ActorCLI, teamName)
@@ -120,28 +204,40 @@ func setUpLocalTeam(ctx context.Context, st *store.Store, teamName, email string
 			_, err = st.AddMember(ctx, store.ActorCLI, team.ID, email, store.RoleOwner)
 		}
 	}
+	return team, err
+}
+
+// issueDevKey issues this run's key (the last one was printed once and may be
+// lost) and revokes the ones earlier runs issued the owner, so make run never
+// leaves more than one live key behind. It returns the revoked keys' ids.
+func issueDevKey(ctx context.Context, st *store.Store, teamID int64, email string) (string, []string, error) {
+	owner, err := st.FindMember(ctx, teamID, email)
 	if err != nil {
-		return "", err
+		return "", nil, fmt.Errorf("the local team has no member %s: %w", email, err)
 	}
-	routes, err := st.Routes(ctx, team.ID)
+	keys, err := st.Keys(ctx, teamID)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	for _, preset := range []string{"anthropic", "openai"} {
-		spec := store.RouteSpec{TeamID: team.ID, Preset: preset, UpstreamURL: upstreams[preset], CredentialEnv: credentialEnvs[preset]}
-		if err := syncRoute(ctx, st, routes, spec); err != nil {
-			return "", err
+	var revoked []string
+	now := time.Now()
+	for _, k := range keys {
+		if k.MemberID != owner.ID || !strings.HasPrefix(k.Name, devKeyName) {
+			continue
 		}
+		if state := k.State(now); state != "active" && state != "grace" {
+			continue
+		}
+		if _, err := st.RevokeKey(ctx, store.ActorCLI, teamID, k.ID); err != nil {
+			return "", nil, err
+		}
+		revoked = append(revoked, k.ID)
 	}
-	owner, err := st.FindMember(ctx, team.ID, email)
+	k, err := st.IssueKey(ctx, store.ActorCLI, teamID, owner.ID, devKeyName+now.UTC().Format(time.DateTime))
 	if err != nil {
-		return "", fmt.Errorf("the %s team has no member %s: %w", teamName, email, err)
+		return "", nil, err
 	}
-	k, err := st.IssueKey(ctx, store.ActorCLI, team.ID, owner.ID, "make run "+time.Now().UTC().Format(time.DateTime))
-	if err != nil {
-		return "", err
-	}
-	return k.Plaintext, nil
+	return k.Plaintext, revoked, nil
 }
 
 // syncRoute adds the preset's route, or updates the existing one when this run's
@@ -209,28 +305,49 @@ func ownerSignInLink(ctx context.Context, st *store.Store, teamName, email, publ
 func startMock(addr, key string) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("start the mock provider on %s (is another make run going?): %w", addr, err)
+		return "", nil, fmt.Errorf("start the mock provider on %s (pick another with make run RUN_ARGS=\"--mock-addr 127.0.0.1:9998\"): %w", addr, err)
 	}
 	srv := &http.Server{Handler: mock.New(mock.Options{AnthropicKey: key, OpenAIKey: key, EventInterval: 20 * time.Millisecond}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }
 
-func printNextSteps(env Env, publicURL, team, email, key, signIn string, upstreams map[string]string) {
-	upstream := "the real Anthropic and OpenAI APIs"
-	if upstreams["anthropic"] != "" || upstreams["openai"] != "" {
-		upstream = "a built-in mock provider (set ANTHROPIC_API_KEY / OPENAI_API_KEY before the first make run to use the real ones)"
+// describeRoute says where a preset's route sends calls, and whether they cost money.
+func describeRoute(r devRoute) string {
+	switch {
+	case r.upstream == "":
+		return fmt.Sprintf("%s with $%s: the real provider, calls are billed to that account",
+			store.Presets[r.preset].UpstreamURL, providerKeyEnv[r.preset])
+	case r.borrowed:
+		return fmt.Sprintf("%s, the mock of another make run that is still going (left as it was, so that run keeps working; nothing billed; once it stops, restart this one)", r.upstream)
+	}
+	return fmt.Sprintf("%s, the built-in mock provider (canned replies; nothing billed; set $%s to use the real one)",
+		r.upstream, providerKeyEnv[r.preset])
+}
+
+func printNextSteps(env Env, publicURL, team, email, key, signIn string, plan []devRoute, revoked []string) {
+	var routes strings.Builder
+	for _, r := range plan {
+		fmt.Fprintf(&routes, "  %-11s -> %s\n", store.Presets[r.preset].Prefix, describeRoute(r))
+	}
+	replaced := "make run revokes it the next time it runs and issues a new one"
+	if len(revoked) > 0 {
+		replaced = fmt.Sprintf("revoked the %d key(s) earlier make runs issued: %s", len(revoked), strings.Join(revoked, ", "))
+	}
+	try := "Try it (the mock answers)"
+	if plan[0].upstream == "" {
+		try = "Try it (this call goes to the real Anthropic API and is billed)"
 	}
 	fmt.Fprintf(env.Stdout, `
-tollgate is running at %[1]s for team %[2]q, forwarding to %[3]s.
-
-Your key for %[4]s (shown once; every make run issues a new one):
+tollgate is running at %[1]s for team %[2]q. Its routes:
+%[3]s
+Your key for %[4]s (shown once; %[7]s):
   export TOLLGATE_KEY=%[5]s
 
-Try it:
+%[8]s:
   curl -s %[1]s/anthropic/v1/messages -H "x-api-key: $TOLLGATE_KEY" -H "anthropic-version: 2023-06-01" \
     -H "content-type: application/json" \
-    -d '{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}'
+    -d '{"model":"%[9]s","max_tokens":64,"messages":[{"role":"user","content":"Hello"}]}'
 
 Or from an SDK, changing nothing but the base URL and key:
   anthropic.Anthropic(base_url="%[1]s/anthropic", api_key=os.environ["TOLLGATE_KEY"])
@@ -243,11 +360,5 @@ Or from the command line:
   go run ./cmd/tollgate admin add-member --team %[2]s --email alice@example.com
   go run ./cmd/tollgate admin issue-key --team %[2]s --member alice@example.com
 Press Ctrl-C to stop.
-`, publicURL, team, upstream, email, key, signIn)
-}
-
-func randomToken() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+`, publicURL, team, routes.String(), email, key, signIn, replaced, try, exampleModel)
 }

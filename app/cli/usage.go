@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app/ledger"
+	"github.com/tollgate/tollgate/app/ledger/providerlog"
 	"github.com/tollgate/tollgate/app/store"
-	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 )
@@ -230,7 +230,7 @@ func compareCounters(ctx context.Context, c *adminCmd, r *limiter.Redis, t store
 	return problems, nil
 }
 
-func readProviderLog(ctx context.Context, source string) ([]mock.Record, error) {
+func readProviderLog(ctx context.Context, source string) ([]providerlog.Record, error) {
 	if strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://") {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, source, nil)
 		if err != nil {
@@ -241,7 +241,7 @@ func readProviderLog(ctx context.Context, source string) ([]mock.Record, error) 
 			return nil, fmt.Errorf("--provider-log: %w", err)
 		}
 		defer resp.Body.Close()
-		var records []mock.Record
+		var records []providerlog.Record
 		if err := json.NewDecoder(resp.Body).Decode(&records); err != nil {
 			return nil, fmt.Errorf("--provider-log %s: not a records list: %w", source, err)
 		}
@@ -252,11 +252,11 @@ func readProviderLog(ctx context.Context, source string) ([]mock.Record, error) 
 		return nil, fmt.Errorf("--provider-log: %w", err)
 	}
 	defer f.Close()
-	var records []mock.Record
+	var records []providerlog.Record
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 16<<20)
 	for line := 1; s.Scan(); line++ {
-		var r mock.Record
+		var r providerlog.Record
 		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("--provider-log %s line %d: %w", source, line, err)
 		}

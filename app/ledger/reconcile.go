@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
+	"github.com/tollgate/tollgate/app/ledger/providerlog"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/estimate"
 )
@@ -26,11 +26,11 @@ func (r Report) OK() bool {
 	return len(r.Mismatches) == 0 && len(r.Orphans) == 0 && len(r.NotChecked) == 0
 }
 
-// ReconcileProvider compares ledger rows with the mock provider's own usage log,
+// ReconcileProvider compares ledger rows with a provider's own usage log (the mock provider's),
 // joined by the request id the gateway forwards upstream. There is no tolerance:
 // every reported token class must match and every cost must be the exact price
 // of those tokens.
-func ReconcileProvider(rows []proxy.LedgerEntry, records []mock.Record, prices estimate.Table) Report {
+func ReconcileProvider(rows []proxy.LedgerEntry, records []providerlog.Record, prices estimate.Table) Report {
 	byID := make(map[string]proxy.LedgerEntry, len(rows))
 	for _, r := range rows {
 		byID[r.RequestID] = r
@@ -64,7 +64,7 @@ func ReconcileProvider(rows []proxy.LedgerEntry, records []mock.Record, prices e
 }
 
 // compare checks one row against the provider's record of the same request.
-func compare(row proxy.LedgerEntry, rec mock.Record, prices estimate.Table) string {
+func compare(row proxy.LedgerEntry, rec providerlog.Record, prices estimate.Table) string {
 	switch {
 	case row.Status == proxy.LedgerHeld:
 		return "still held"

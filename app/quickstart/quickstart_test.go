@@ -99,7 +99,8 @@ func TestQuickStartOnCleanClone(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	defer stopGroup(t, cmd, exited)
+	stop := sync.OnceFunc(func() { stopGroup(t, cmd, exited) })
+	defer stop()
 
 	var out syncBuffer
 	found := make(chan [2]string, 1)
@@ -136,7 +137,7 @@ func TestQuickStartOnCleanClone(t *testing.T) {
 	// The README's SDK line: only the base URL and the key change.
 	client := anthropic.NewClient(option.WithBaseURL(base+"/anthropic"), option.WithAPIKey(key), option.WithMaxRetries(0))
 	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
-		Model:     anthropic.Model("claude-sonnet-4-5"),
+		Model:     anthropic.Model("claude-sonnet-4-6"),
 		MaxTokens: 64,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello from the quick start"))},
 	})
@@ -145,6 +146,12 @@ func TestQuickStartOnCleanClone(t *testing.T) {
 	}
 	if len(msg.Content) == 0 || msg.Content[0].Text == "" || msg.Usage.OutputTokens <= 0 {
 		t.Errorf("SDK call returned %+v, want text and usage from the mock provider", msg)
+	}
+
+	// Ctrl-C: the gateway shuts down gracefully and exits 0, so make reports no error.
+	stop()
+	if strings.Contains(stderr.String(), "make: ***") {
+		t.Errorf("make run after Ctrl-C:\n%s\nwant no make error: tollgate exits 0 after a graceful shutdown", stderr.String())
 	}
 }
 

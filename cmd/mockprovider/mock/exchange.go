@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -56,13 +57,27 @@ func typed(typ string, data obj) event {
 	return event{name: typ, data: data}
 }
 
-func (s *Server) begin(w http.ResponseWriter, r *http.Request) *exchange {
-	p := openAI
-	// /v1/models exists on both APIs, so it goes by the credential header sent.
-	if r.URL.Path == "/v1/messages" || (r.URL.Path == "/v1/models" && r.Header.Get("X-Api-Key") != "") {
-		p = anthropic
+// openAIPaths are the endpoints only OpenAI has.
+var openAIPaths = map[string]bool{"/v1/chat/completions": true, "/v1/responses": true, "/v1/embeddings": true}
+
+// providerOf says whose credential and error shape a request gets: Anthropic
+// for its Messages paths, OpenAI for its own, and for the rest (/v1/models,
+// which both have, and unknown paths, whose 404 must parse in the caller's
+// SDK) whoever the request's headers say it came from.
+func providerOf(r *http.Request) provider {
+	switch path := r.URL.Path; {
+	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
+		return anthropic
+	case openAIPaths[path]:
+		return openAI
+	case r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != "":
+		return anthropic
 	}
-	return &exchange{s: s, w: w, r: r, p: p, seq: s.arrived.Add(1), rec: Record{
+	return openAI
+}
+
+func (s *Server) begin(w http.ResponseWriter, r *http.Request) *exchange {
+	return &exchange{s: s, w: w, r: r, p: providerOf(r), seq: s.arrived.Add(1), rec: Record{
 		Time:         time.Now(),
 		Method:       r.Method,
 		Path:         r.URL.Path,

@@ -447,6 +447,10 @@ func TestErrors(t *testing.T) {
 		{"BadJSONAnthropic", "/v1/messages", `{"model":`, nil, 400, "invalid_request_error"},
 		{"BadJSONOpenAI", "/v1/chat/completions", `[1]`, nil, 400, ""},
 		{"UnknownPath", "/v1/nope", `{}`, nil, 404, ""},
+		// An Anthropic SDK's 404 must parse as an Anthropic error, whatever the path.
+		{"UnknownMessagesPath", "/v1/messages/batches", `{}`, nil, 404, "not_found_error"},
+		{"UnknownPathAnthropicCaller", "/v1/complete", `{}`, []string{"X-Api-Key", "k", "Anthropic-Version", "2023-06-01"}, 404, "not_found_error"},
+		{"BadJSONCountTokens", "/v1/messages/count_tokens", `{"model":`, nil, 400, "invalid_request_error"},
 		{"BadKnob", "/v1/messages", `{}`, []string{"X-Mock-Output-Tokens", "many"}, 400, "invalid_request_error"},
 		{"RateLimited", "/v1/chat/completions", `{"model":"gpt-test","stream":true}`, []string{"X-Mock-Fail-Status", "429"}, 429, ""},
 		{"Overloaded", "/v1/messages", `{"model":"claude-test"}`, []string{"X-Mock-Fail-Status", "529"}, 529, "overloaded_error"},
@@ -467,6 +471,37 @@ func TestErrors(t *testing.T) {
 		if rec.Status != c.status || rec.UsageReported || rec.Usage != (mock.Usage{}) || rec.Path != c.path {
 			t.Errorf("%s: record %+v", c.name, rec)
 		}
+	}
+}
+
+// TestCountTokens is the Anthropic SDK's messages.countTokens: the input tokens
+// a message with that prompt would be billed for, and no usage in the log,
+// since the API does not charge for counting.
+func TestCountTokens(t *testing.T) {
+	t.Parallel()
+	m, url := start(t, mock.Options{AnthropicKey: "k"})
+	req := `{"model":"claude-sonnet-4-6","system":"abcd","messages":[{"role":"user","content":"abcdefgh"}]}`
+	resp, b := do(t, "POST", url+"/v1/messages/count_tokens", req, "X-Api-Key", "k")
+	if got := decode[struct {
+		InputTokens int64 `json:"input_tokens"`
+	}](t, b); resp.StatusCode != 200 || got.InputTokens != 3 {
+		t.Fatalf("count_tokens = %d %s, want 200 with input_tokens 3", resp.StatusCode, b)
+	}
+	_, b = do(t, "POST", url+"/v1/messages", req, "X-Api-Key", "k")
+	if got := decode[struct {
+		Usage struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
+	}](t, b); got.Usage.InputTokens != 3 {
+		t.Errorf("the message bills %d input tokens, count_tokens said 3: %s", got.Usage.InputTokens, b)
+	}
+	if rec := m.Records()[0]; rec.Path != "/v1/messages/count_tokens" || rec.Status != 200 || rec.UsageReported || rec.Usage != (mock.Usage{}) {
+		t.Errorf("count_tokens record %+v, want a 200 without usage", rec)
+	}
+	if resp, b := do(t, "POST", url+"/v1/messages/count_tokens", req, "X-Api-Key", "wrong"); resp.StatusCode != 401 {
+		t.Errorf("wrong key: %d %s, want 401", resp.StatusCode, b)
+	} else {
+		wantErrorShape(t, true, "authentication_error", b)
 	}
 }
 

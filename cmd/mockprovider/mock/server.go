@@ -1,6 +1,6 @@
 // Package mock is a fake Anthropic and OpenAI upstream for tests, demos and load tests.
 //
-// It answers the Messages, Chat Completions, Responses, Embeddings and Models endpoints in
+// It answers the Messages (and its count_tokens), Chat Completions, Responses, Embeddings and Models endpoints in
 // shapes the official SDKs parse, counts tokens by a fixed rule (see countInput), and keeps
 // its own log of the usage it reported, so a test can compare what the gateway billed with
 // what the upstream actually said. X-Mock-* request headers change its behaviour per
@@ -87,11 +87,12 @@ func (s *Server) add(seq uint64, rec Record) {
 
 // endpoints maps "METHOD /path" to the handler that builds the reply.
 var endpoints = map[string]func(*exchange, *request) reply{
-	"POST /v1/messages":         createMessage,
-	"POST /v1/chat/completions": createChatCompletion,
-	"POST /v1/responses":        createResponse,
-	"POST /v1/embeddings":       createEmbeddings,
-	"GET /v1/models":            listModels,
+	"POST /v1/messages":              createMessage,
+	"POST /v1/messages/count_tokens": countMessageTokens,
+	"POST /v1/chat/completions":      createChatCompletion,
+	"POST /v1/responses":             createResponse,
+	"POST /v1/embeddings":            createEmbeddings,
+	"GET /v1/models":                 listModels,
 }
 
 // ServeHTTP serves the provider endpoints plus GET /_mock/records and POST /_mock/reset.
