@@ -27,10 +27,24 @@ func (s *Store) Audit(ctx context.Context, teamID *int64, limit int32) ([]AuditE
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit log: %w", err)
 	}
+	return auditEntries(rows), nil
+}
+
+// AuditPage lists up to limit of a team's entries older than beforeID (nil:
+// the newest), newest first.
+func (s *Store) AuditPage(ctx context.Context, teamID int64, beforeID *int64, limit int32) ([]AuditEntry, error) {
+	rows, err := s.q.AuditLogPage(ctx, s.pool, db.AuditLogPageParams{TeamID: &teamID, BeforeID: beforeID, MaxRows: limit})
+	if err != nil {
+		return nil, fmt.Errorf("store: audit page: %w", err)
+	}
+	return auditEntries(rows), nil
+}
+
+func auditEntries(rows []db.AuditLog) []AuditEntry {
 	entries := make([]AuditEntry, len(rows))
 	for i, r := range rows {
 		entries[i] = AuditEntry{ID: r.ID, TeamID: r.TeamID, Actor: r.Actor, Action: r.Action, Target: r.Target,
 			Before: r.Before, After: r.After, At: r.At}
 	}
-	return entries, nil
+	return entries
 }
