@@ -149,6 +149,15 @@ func creating(op huma.Operation) huma.Operation {
 	return op
 }
 
+// secret marks a creating operation whose response carries a secret shown
+// only once (a key's plaintext, an invite link). Its response is never
+// stored: a replay of its Idempotency-Key answers a 409 naming what the first
+// request created instead.
+func secret(op huma.Operation) huma.Operation {
+	op.Metadata["secret"] = true
+	return op
+}
+
 type principalKey struct{}
 
 // principal is who is calling: the token, resolved by authorize.

@@ -30,6 +30,7 @@ import (
 type env struct {
 	t      *testing.T
 	url    string
+	dbURL  string
 	app    *app.App
 	st     *store.Store
 	logs   *apptest.SyncBuffer
@@ -39,8 +40,9 @@ type env struct {
 
 func newEnv(t *testing.T, vars map[string]string) *env {
 	t.Helper()
-	r := apptest.Start(t, dbtest.Schema(t), vars)
-	e := &env{t: t, url: r.URL, app: r.App, st: r.App.Store, logs: r.Logs}
+	dbURL := dbtest.Schema(t)
+	r := apptest.Start(t, dbURL, vars)
+	e := &env{t: t, url: r.URL, dbURL: dbURL, app: r.App, st: r.App.Store, logs: r.Logs}
 	resp, err := http.Get(r.URL + api.Prefix + "/openapi.json")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -23,7 +24,7 @@ const maxIdempotentBody = 1 << 20
 // request is a 422; a retry while the first is still being served is a 409.
 // Keys are scoped to the token's team (or the deployment), so two teams
 // cannot see each other's responses. A server error is not stored: a retry
-// runs again.
+// runs again. A response carrying a secret is not stored either (see secret).
 func (a *API) idempotent() func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		key := ctx.Header("Idempotency-Key")
@@ -76,11 +77,32 @@ func (a *API) idempotent() func(huma.Context, func(huma.Context)) {
 			}
 			return
 		}
-		if err := a.st.FinishIdempotencyKey(ctx.Context(), scope, key, store.IdempotentResponse{Status: rec.status,
-			ContentType: rec.contentType, Body: rec.out.Bytes()}); err != nil {
+		first := store.IdempotentResponse{Status: rec.status, ContentType: rec.contentType, Body: rec.out.Bytes()}
+		if ctx.Operation().Metadata["secret"] == true && rec.status < 300 {
+			first = secretShown(rec.out.Bytes())
+		}
+		if err := a.st.FinishIdempotencyKey(ctx.Context(), scope, key, first); err != nil {
 			a.log.Error("idempotent response not stored; a retry is answered 409", "err", err)
 		}
 	}
+}
+
+// secretShown is what a replay of a secret-bearing response answers: what
+// the first request created, without its secret.
+func secretShown(body []byte) store.IdempotentResponse {
+	var created struct {
+		ID    string `json:"id"`
+		Email string `json:"email"`
+	}
+	json.Unmarshal(body, &created)
+	what := "key " + created.ID
+	if created.ID == "" {
+		what = "an invite for " + created.Email
+	}
+	p := problem(http.StatusConflict, ProblemSecretShown, "the first request with this Idempotency-Key created "+what+
+		"; its secret was in that response only and is not kept, so it cannot be replayed")
+	raw, _ := json.Marshal(p)
+	return store.IdempotentResponse{Status: p.Status, ContentType: "application/problem+json", Body: raw}
 }
 
 // scopeOf is the namespace of a token's idempotency keys.

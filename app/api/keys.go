@@ -43,8 +43,8 @@ func (a *API) registerKeys(h huma.API) {
 			}
 			return out, nil
 		})
-	huma.Register(h, creating(operation("issueKey", http.MethodPost, "/members/{id}/keys", AccessOwner, 201,
-		"Issue a key to a member; its plaintext is in this response only", 404)),
+	huma.Register(h, secret(creating(operation("issueKey", http.MethodPost, "/members/{id}/keys", AccessOwner, 201,
+		"Issue a key to a member; its plaintext is in this response only", 404))),
 		func(ctx context.Context, in *struct {
 			MemberPath
 			IdempotencyKey string `header:"Idempotency-Key" required:"false" doc:"Replays the first response to a retry within 24h."`
@@ -58,8 +58,8 @@ func (a *API) registerKeys(h huma.API) {
 			}
 			return &issuedKeyOut{Body: k}, nil
 		})
-	huma.Register(h, creating(operation("rotateKey", http.MethodPost, "/keys/{id}/rotate", AccessOwner, 201,
-		"Replace a key; the old one works until its grace ends. Of concurrent rotations of one key exactly one wins, the others get 409", 404)),
+	huma.Register(h, secret(creating(operation("rotateKey", http.MethodPost, "/keys/{id}/rotate", AccessOwner, 201,
+		"Replace a key; the old one works until its grace ends. Of concurrent rotations of one key exactly one wins, the others get 409", 404))),
 		func(ctx context.Context, in *struct {
 			KeyPath
 			IdempotencyKey string `header:"Idempotency-Key" required:"false" doc:"Replays the first response to a retry within 24h."`

@@ -62,8 +62,8 @@ func (a *API) registerMembers(h huma.API) {
 			}
 			return &memberOut{Body: m}, nil
 		})
-	huma.Register(h, creating(operation("inviteMember", http.MethodPost, "/invites", AccessOwner, 201,
-		"Make a one-time invite link for a new (or password-less) member")),
+	huma.Register(h, secret(creating(operation("inviteMember", http.MethodPost, "/invites", AccessOwner, 201,
+		"Make a one-time invite link for a new (or password-less) member"))),
 		func(ctx context.Context, in *addMemberIn) (*inviteOut, error) {
 			token, inv, err := a.st.CreateInvite(ctx, actorOf(ctx), teamOf(ctx), in.Body.Email, in.Body.Role)
 			if err != nil {

@@ -18,17 +18,18 @@ const problemBase = "urn:tollgate:problem:"
 // The problem types the API answers with. They are part of the API: a client
 // may switch on them, so they never change meaning.
 const (
-	ProblemUnauthenticated   = problemBase + "unauthenticated" // 401: no, malformed, unknown, revoked or expired token
-	ProblemForbidden         = problemBase + "forbidden"       // 403: a read token on a write, a team token on a deployment operation
-	ProblemNotFound          = problemBase + "not-found"       // 404: no such thing in the token's team, or no such operation
-	ProblemConflict          = problemBase + "conflict"        // 409: it already exists
-	ProblemStale             = problemBase + "stale-state"     // 409: already rotated, revoked, ...; often a concurrent call won
-	ProblemIdempotencyBusy   = problemBase + "idempotency-in-flight"
-	ProblemIdempotencyReused = problemBase + "idempotency-key-reused" // 422: same key, different request
-	ProblemValidation        = problemBase + "validation"             // 422 (or 400 for a body that is not JSON)
-	ProblemRateLimited       = problemBase + "rate-limited"           // 429
-	ProblemUnavailable       = problemBase + "unavailable"            // 503: the rate limiter could not decide
-	ProblemInternal          = problemBase + "internal"               // 500
+	ProblemUnauthenticated   = problemBase + "unauthenticated"          // 401: no, malformed, unknown, revoked or expired token
+	ProblemForbidden         = problemBase + "forbidden"                // 403: a read token on a write, a team token on a deployment operation
+	ProblemNotFound          = problemBase + "not-found"                // 404: no such thing in the token's team, or no such operation
+	ProblemConflict          = problemBase + "conflict"                 // 409: it already exists
+	ProblemStale             = problemBase + "stale-state"              // 409: already rotated, revoked, ...; often a concurrent call won
+	ProblemIdempotencyBusy   = problemBase + "idempotency-in-flight"    // 409: the first request with the key is still running
+	ProblemIdempotencyReused = problemBase + "idempotency-key-reused"   // 422: same key, different request
+	ProblemSecretShown       = problemBase + "idempotency-secret-shown" // 409: a replay of a response whose secret was shown once
+	ProblemValidation        = problemBase + "validation"               // 422 (or 400 for a body that is not JSON)
+	ProblemRateLimited       = problemBase + "rate-limited"             // 429
+	ProblemUnavailable       = problemBase + "unavailable"              // 503: the rate limiter could not decide
+	ProblemInternal          = problemBase + "internal"                 // 500
 )
 
 // Problem is an RFC 9457 problem details object, the body of every error.
