@@ -65,10 +65,10 @@ func New(o Options) *API {
 		grace: o.KeyRotationGrace, rate: o.RequestsPerMinute}
 }
 
-// Config is the huma configuration the API is built with: the OpenAPI
+// config is the huma configuration the API is built with: the OpenAPI
 // document at /api/v1/openapi.json, and neither the docs page (it loads
 // scripts from a CDN) nor huma's $schema links in bodies.
-func Config() huma.Config {
+func config() huma.Config {
 	cfg := huma.DefaultConfig("tollgate admin API", "1.0.0")
 	cfg.Info.Description = "Manage a tollgate team from scripts and CI with an admin token (tga_...). " +
 		"Errors are application/problem+json (RFC 9457) with a stable type URN."
@@ -86,7 +86,7 @@ func Config() huma.Config {
 // /api/v1/ with a problem instead of the gateway's provider-shaped 404.
 func (a *API) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		h := humachi.New(r, Config())
+		h := humachi.New(r, config())
 		h.UseMiddleware(a.authorize(), a.idempotent())
 		a.register(h)
 	})
@@ -95,16 +95,6 @@ func (a *API) Mount(r chi.Router) {
 	}
 	r.HandleFunc(Prefix, notFound)
 	r.HandleFunc(Prefix+"/*", notFound)
-}
-
-// Document is the OpenAPI document, built without a server: for tests and
-// for generating clients.
-func Document() *huma.OpenAPI {
-	r := chi.NewRouter()
-	a := &API{}
-	h := humachi.New(r, Config())
-	a.register(h)
-	return h.OpenAPI()
 }
 
 // Access is who may call an operation, declared with it.

@@ -61,7 +61,7 @@ func (a *API) authorize() func(huma.Context, func(huma.Context)) {
 			return
 		}
 		if err != nil {
-			refuse(a.fromStore(err, "token").(*Problem))
+			refuse(a.fromStore(err, "token"))
 			return
 		}
 		if wait, err := a.admit(ctx, token); err != nil {

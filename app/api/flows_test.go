@@ -11,6 +11,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/limiter/redistest"
 	"github.com/tollgate/tollgate/proxy"
 )
 
@@ -273,5 +274,48 @@ func TestUsageAndAuditPages(t *testing.T) {
 	all, err := e.st.Audit(context.Background(), &acme.ID, 1000)
 	if err != nil || len(seen) != len(all) {
 		t.Errorf("audit pages gave %d entries, the team has %d (%v)", len(seen), len(all), err)
+	}
+}
+
+// TestReconcileComparesCounters: with Redis, reconcile reports a budget whose
+// Redis counter disagrees with the ledger; without it, it says what it could
+// not check rather than reporting agreement.
+func TestReconcileComparesCounters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0", "REDIS_KEY_PREFIX": redistest.Prefix(t)})
+	acme := e.team("acme")
+	f := e.fixture(acme, "ada@acme.test")
+	read := e.token(&acme.ID, store.TokenRoleRead)
+	type report struct {
+		OK         bool     `json:"ok"`
+		Mismatches []string `json:"mismatches"`
+		NotChecked []string `json:"not_checked"`
+	}
+	var clean report
+	e.call(read, http.MethodGet, "/api/v1/reconcile", nil).decode(t, &clean)
+	if !clean.OK || len(clean.Mismatches) != 0 || len(clean.NotChecked) != 0 {
+		t.Fatalf("idle team without spend: %+v, want ok", clean)
+	}
+	budget := int64(10_000_000)
+	if _, err := e.st.SetMemberLimits(context.Background(), store.ActorCLI, acme.ID, f.member.ID, store.Limits{Budget: &budget, RatePeriod: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	// Spend the ledger knows of and Redis never counted.
+	if err := e.st.WriteLedger(context.Background(), []proxy.LedgerEntry{{TeamID: acme.ID, RequestID: "r1", MemberID: f.member.ID, KeyID: f.key.ID,
+		Model: "claude-sonnet-4-5", Status: proxy.LedgerSettled, CostMicros: 1234, CreatedAt: time.Now(), SettledAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	var off report
+	e.call(read, http.MethodGet, "/api/v1/reconcile", nil).decode(t, &off)
+	if off.OK || len(off.Mismatches) != 1 || !strings.Contains(off.Mismatches[0], "ada@acme.test") || !strings.Contains(off.Mismatches[0], "1234") {
+		t.Errorf("a counter behind the ledger: %+v, want one mismatch naming ada and 1234", off)
+	}
+
+	local := newEnv(t, nil)
+	beta := local.team("beta")
+	var unchecked report
+	local.call(local.token(&beta.ID, store.TokenRoleRead), http.MethodGet, "/api/v1/reconcile", nil).decode(t, &unchecked)
+	if unchecked.OK || len(unchecked.NotChecked) != 1 {
+		t.Errorf("without Redis: %+v, want not ok and what was not checked", unchecked)
 	}
 }

@@ -60,7 +60,7 @@ func (a *API) idempotent() func(huma.Context, func(huma.Context)) {
 				"the first request with this Idempotency-Key is still being served; retry shortly"))
 			return
 		case err != nil:
-			writeHumaProblem(ctx, a.fromStore(err, "idempotency key").(*Problem))
+			writeHumaProblem(ctx, a.fromStore(err, "idempotency key"))
 			return
 		case stored != nil:
 			ctx.SetHeader("Content-Type", stored.ContentType)

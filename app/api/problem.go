@@ -105,7 +105,7 @@ func init() {
 
 // fromStore turns a store error into the problem a caller sees; what names
 // the thing for a not-found or conflict message.
-func (a *API) fromStore(err error, what string) error {
+func (a *API) fromStore(err error, what string) *Problem {
 	var v *store.ValidationError
 	var s *store.StateError
 	switch {
