@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tollgate/tollgate/app/api"
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/ledger"
@@ -41,6 +42,7 @@ type App struct {
 	Snapshots *snapshot.Source
 	gateway   *proxy.Gateway
 	console   *console.Console
+	api       *api.API
 	ledger    *ledger.Writer
 	live      *live.Stats // the dashboard's live counters, summed over replicas through Redis
 
@@ -130,8 +132,9 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, clock: lim.(periodClock), closeLimiter: closeLimiter,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
-	if r, ok := lim.(*limiter.Redis); ok {
-		redisStats = r.Stats
+	redisLimiter, _ := lim.(*limiter.Redis)
+	if redisLimiter != nil {
+		redisStats = redisLimiter.Stats
 	}
 	m = metrics.New(metrics.Options{Snapshots: snaps, Ledger: lw, RedisStats: redisStats})
 	a.metrics = m
@@ -170,6 +173,8 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	m.WatchSettles(a.gateway.SettleStats)
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
 		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live})
+	a.api = api.New(api.Options{Store: st, Limiter: lim, Redis: redisLimiter, Logger: log, PublicURL: cfg.PublicURL,
+		KeyRotationGrace: cfg.KeyRotationGrace})
 	return a, nil
 }
 
@@ -186,8 +191,9 @@ func (a *App) Close() {
 	a.pool.Close()
 }
 
-// Routes is the one router: the console under /console and /static, health,
-// and every other path to the gateway's team prefixes.
+// Routes is the one router: the console under /console and /static, the
+// admin API under /api/v1, health, and every other path to the gateway's team
+// prefixes.
 func (a *App) Routes() http.Handler {
 	r := chi.NewRouter()
 	if a.tracer != nil {
@@ -196,6 +202,7 @@ func (a *App) Routes() http.Handler {
 	r.Use(recoverer(a.log))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	a.console.Mount(r)
+	a.api.Mount(r)
 	r.Handle("/*", a.gateway)
 	return r
 }

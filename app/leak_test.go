@@ -2,14 +2,19 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate/tollgate/app/apptest"
+	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
 )
 
@@ -150,4 +155,107 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+// TestAdminTokensNeverLeak drives the admin API with owner, read, revoked,
+// mangled and misplaced admin tokens, on successes, refusals and errors, then
+// searches every response, log line, span and audit row for the tokens'
+// secrets. Plaintext member keys the API issues appear in their one response
+// and nowhere else.
+func TestAdminTokensNeverLeak(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := dbtest.Schema(t)
+	gw := apptest.StartObserved(t, dbURL, nil)
+	st := gw.App.Store
+	team, err := st.CreateTeam(ctx, store.ActorCLI, "acme")
+	must(t, err)
+	token := func(role string) store.IssuedAdminToken {
+		tok, err := st.CreateAdminToken(ctx, store.ActorCLI, store.AdminTokenSpec{TeamID: &team.ID, Name: "ci-" + role, Role: role, Lifetime: time.Hour})
+		must(t, err)
+		return tok
+	}
+	owner, read, revoked := token(store.TokenRoleOwner), token(store.TokenRoleRead), token(store.TokenRoleOwner)
+	_, err = st.RevokeAdminToken(ctx, store.ActorCLI, &team.ID, revoked.ID)
+	must(t, err)
+	deployment, err := st.CreateAdminToken(ctx, store.ActorCLI, store.AdminTokenSpec{Name: "prices", Role: store.TokenRoleOwner, Lifetime: time.Hour})
+	must(t, err)
+
+	var captured strings.Builder
+	send := func(method, path, authorization, body string, headers ...string) string {
+		req, err := http.NewRequest(method, gw.URL+path, strings.NewReader(body))
+		must(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			captured.WriteString(err.Error())
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		captured.WriteString(resp.Status + "\n")
+		resp.Header.Write(&captured)
+		captured.Write(b)
+		return string(b)
+	}
+	bearer := func(tok store.IssuedAdminToken) string { return "Bearer " + tok.Plaintext }
+	created := send(http.MethodPost, "/api/v1/members", bearer(owner), `{"email":"ada@acme.test"}`, "Idempotency-Key", "k1")
+	send(http.MethodPost, "/api/v1/members", bearer(owner), `{"email":"ada@acme.test"}`, "Idempotency-Key", "k1")
+	var m store.Member
+	must(t, json.Unmarshal([]byte(created), &m))
+	keysPath := "/api/v1/members/" + strconv.FormatInt(m.ID, 10) + "/keys"
+	var issued store.IssuedKey
+	must(t, json.Unmarshal([]byte(send(http.MethodPost, keysPath, bearer(owner), `{"name":"ci"}`, "Idempotency-Key", "k2")), &issued))
+	issuedResponse := captured.Len()
+	send(http.MethodPost, keysPath, bearer(owner), `{"name":"ci"}`, "Idempotency-Key", "k2") // a replay: no plaintext again
+	send(http.MethodGet, "/api/v1/keys", bearer(read), "")
+	send(http.MethodGet, "/api/v1/audit", bearer(read), "")
+	send(http.MethodPost, "/api/v1/members", bearer(read), `{"email":"bob@acme.test"}`)                                                              // 403
+	send(http.MethodPost, "/api/v1/members", bearer(owner), `{"email":"`+owner.Plaintext+`"}`)                                                       // 422 quoting the input
+	send(http.MethodGet, "/api/v1/members", bearer(revoked), "")                                                                                     // 401
+	send(http.MethodGet, "/api/v1/members", "Bearer "+owner.Plaintext+"x", "")                                                                       // 401 malformed
+	send(http.MethodGet, "/api/v1/members", "Basic "+owner.Plaintext, "")                                                                            // 401
+	send(http.MethodGet, "/api/v1/members?token="+url.QueryEscape(owner.Plaintext), "", "")                                                          // 401
+	send(http.MethodPut, "/api/v1/prices/test-model", bearer(owner), `{"input_micros_per_mtok":1,"output_micros_per_mtok":1,"max_output_tokens":1}`) // 403
+	send(http.MethodPut, "/api/v1/prices/test-model", bearer(deployment), `{"input_micros_per_mtok":1,"output_micros_per_mtok":1,"max_output_tokens":1}`)
+	send(http.MethodGet, "/anthropic/v1/models", bearer(owner), "") // an admin token at the gateway is no member key
+
+	out := captured.String()
+	if !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "401 Unauthorized") || !strings.Contains(out, "201 Created") {
+		t.Fatalf("the scripted run did not exercise successes and refusals:\n%s", out)
+	}
+	audit, err := st.Audit(ctx, nil, 10000)
+	must(t, err)
+	var auditText strings.Builder
+	for _, e := range audit {
+		fmt.Fprintln(&auditText, e.Actor, e.Action, e.Target, string(e.Before), string(e.After))
+	}
+	spans := spanText(gw.Spans.Ended())
+	logs := gw.Logs.String()
+	secret := func(plaintext string) string { return plaintext[len(plaintext)-52:] }
+	for name, s := range map[string]string{
+		"owner token": secret(owner.Plaintext), "read token": secret(read.Plaintext),
+		"revoked token": secret(revoked.Plaintext), "deployment token": secret(deployment.Plaintext),
+	} {
+		for where, text := range map[string]string{"a response": out, "the log": logs, "a span": spans, "the audit log": auditText.String()} {
+			if containsFold(text, s) {
+				t.Errorf("the %s's secret appears in %s", name, where)
+			}
+		}
+	}
+	keySecret := secret(issued.Plaintext)
+	if strings.Count(out, keySecret) != 1 || !strings.Contains(out[:issuedResponse], keySecret) {
+		t.Errorf("the issued key's secret appears %d times in responses, want once, in its own", strings.Count(out, keySecret))
+	}
+	for where, text := range map[string]string{"the log": logs, "a span": spans, "the audit log": auditText.String()} {
+		if strings.Contains(text, keySecret) {
+			t.Errorf("the issued key's secret appears in %s", where)
+		}
+	}
 }

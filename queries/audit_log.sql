@@ -16,3 +16,12 @@ WHERE (sqlc.narg('team_id')::bigint IS NULL OR team_id = sqlc.narg('team_id'))
   AND (sqlc.narg('before_id')::bigint IS NULL OR id < sqlc.narg('before_id'))
 ORDER BY id DESC
 LIMIT @max_rows;
+
+-- name: AuditLogPage :many
+-- One page of a team's audit log, newest first: entries older than @before_id
+-- (NULL: the newest).
+SELECT * FROM audit_log
+WHERE team_id = @team_id
+  AND (sqlc.narg('before_id')::bigint IS NULL OR id < sqlc.narg('before_id'))
+ORDER BY id DESC
+LIMIT @max_rows;

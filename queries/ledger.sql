@@ -45,3 +45,18 @@ GROUP BY member_id;
 SELECT request_id, member_id, key_id, route_id, model, held_micros, created_at FROM ledger
 WHERE team_id = @team_id AND status = 'held' AND created_at >= @since
 ORDER BY created_at, request_id;
+
+-- name: LedgerPage :many
+-- One page of a team's ledger, newest first, filtered; the cursor is the last
+-- row of the previous page (created_at, request_id), NULL for the first page.
+SELECT * FROM ledger
+WHERE team_id = @team_id
+  AND (sqlc.narg('member_id')::bigint IS NULL OR member_id = sqlc.narg('member_id'))
+  AND (sqlc.narg('model')::text IS NULL OR model = sqlc.narg('model'))
+  AND (sqlc.narg('status')::text IS NULL OR status = sqlc.narg('status'))
+  AND created_at >= @since
+  AND created_at < @until
+  AND (sqlc.narg('after_at')::timestamptz IS NULL
+       OR (created_at, request_id) < (sqlc.narg('after_at')::timestamptz, sqlc.narg('after_request_id')::text))
+ORDER BY created_at DESC, request_id DESC
+LIMIT @max_rows;

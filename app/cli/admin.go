@@ -53,7 +53,8 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   usage          --team T [--member E] [--since 24h] [--limit 100]   (ledger: tokens by class, held and settled cost)
   reconcile      --team T [--provider-log FILE|URL] [--since 24h] [--skip-redis]
                  (ledger vs Redis spend counters and the provider's usage log; exit 1 on any difference
-                 and when Redis could not be read, unless --skip-redis)`
+                 and when Redis could not be read, unless --skip-redis)
+  token          create|list|revoke   admin tokens for the JSON API (tollgate admin token)`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
@@ -85,6 +86,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
 		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
 		"set-price": setPrice, "list-prices": listPrices, "usage": usageReport, "reconcile": reconcile,
+		"token": adminToken,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {

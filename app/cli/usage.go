@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -157,77 +156,11 @@ func reconcileCounters(ctx context.Context, c *adminCmd, t store.Team) (problems
 	if !ok {
 		return nil, []string{"Redis spend counters: REDIS_URL is not set" + skip}, nil
 	}
-	problems, err = compareCounters(ctx, c, r, t)
-	if unread, ok := errors.AsType[redisUnread](err); ok {
-		return nil, []string{"Redis spend counters: Redis did not answer: " + unread.err.Error() + skip}, nil
+	problems, err = ledger.CompareCounters(ctx, c.st, r, t)
+	if unread, ok := errors.AsType[ledger.RedisUnread](err); ok {
+		return nil, []string{"Redis spend counters: Redis did not answer: " + unread.Err.Error() + skip}, nil
 	}
 	return problems, nil, err
-}
-
-// redisUnread is compareCounters' failure to read Redis, as opposed to Postgres.
-type redisUnread struct{ err error }
-
-func (e redisUnread) Error() string { return e.err.Error() }
-
-func compareCounters(ctx context.Context, c *adminCmd, r *limiter.Redis, t store.Team) ([]string, error) {
-	// The period Redis counts is the one on its clock, not this machine's.
-	now, err := r.Now(ctx)
-	if err != nil {
-		return nil, redisUnread{err}
-	}
-	type side struct {
-		redis  map[string]int64
-		team   int64
-		ledger map[int64]int64
-	}
-	periods := map[limiter.Period]*side{}
-	load := func(p limiter.Period) (*side, error) {
-		if s, ok := periods[p]; ok {
-			return s, nil
-		}
-		s := &side{}
-		var err error
-		if s.redis, s.team, err = r.Spent(ctx, strconv.FormatInt(t.ID, 10), p); err != nil {
-			return nil, redisUnread{err}
-		}
-		if s.ledger, err = c.st.SpendSince(ctx, t.ID, store.PeriodStart(string(p), now)); err != nil {
-			return nil, err
-		}
-		periods[p] = s
-		return s, nil
-	}
-	var problems []string
-	members, err := c.st.Members(ctx, t.ID)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range members {
-		l, err := c.st.MemberLimits(ctx, t.ID, m.ID)
-		if err != nil || l.Budget == nil {
-			continue
-		}
-		s, err := load(limiter.Period(l.BudgetPeriod))
-		if err != nil {
-			return nil, err
-		}
-		if got, want := s.redis[strconv.FormatInt(m.ID, 10)], s.ledger[m.ID]; got != want {
-			problems = append(problems, fmt.Sprintf("member %s: Redis counts %d µ$ this %s period, the ledger %d µ$", m.Email, got, l.BudgetPeriod, want))
-		}
-	}
-	if l, err := c.st.TeamLimits(ctx, t.ID); err == nil && l.Budget != nil {
-		s, err := load(limiter.Period(l.BudgetPeriod))
-		if err != nil {
-			return nil, err
-		}
-		var want int64
-		for _, v := range s.ledger {
-			want += v
-		}
-		if s.team != want {
-			problems = append(problems, fmt.Sprintf("team %s: Redis counts %d µ$ this %s period, the ledger %d µ$", t.Name, s.team, l.BudgetPeriod, want))
-		}
-	}
-	return problems, nil
 }
 
 func readProviderLog(ctx context.Context, source string) ([]providerlog.Record, error) {

@@ -115,6 +115,8 @@ var auditActionLabels = map[string]string{
 	store.ActionPriceSet:          "Price set",
 	store.ActionTeamCreate:        "Team created",
 	store.ActionSetupLink:         "Setup link made",
+	store.ActionAdminTokenCreate:  "Admin token made",
+	store.ActionAdminTokenRevoke:  "Admin token revoked",
 }
 
 // auditNames turns the ids an entry records into what people recognise.
@@ -131,6 +133,11 @@ func (n auditNames) actor(a string) string {
 		return "The setup link"
 	case store.ActorInviteLink:
 		return "An invite link"
+	}
+	if token, ok := strings.CutPrefix(a, "token:"); ok {
+		// token:<id>:<name>, an admin API token.
+		id, name, _ := strings.Cut(token, ":")
+		return fmt.Sprintf("The admin token %q (%s)", name, id)
 	}
 	if id, ok := strings.CutPrefix(a, "member:"); ok {
 		if email, ok := n.emails[id]; ok {
@@ -265,6 +272,15 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 		return "sent " + e.Target + " a new invite link, valid until " + formatTime(inv.ExpiresAt) + "; the old one no longer works", err
 	case store.ActionRouteDelete:
 		return "deleted the route " + e.Target, nil
+	case store.ActionAdminTokenCreate:
+		var tok store.AdminToken
+		err := decode(e.After, &tok)
+		return fmt.Sprintf("made the admin token %q (%s) with the %s role, valid until %s", tok.Name, e.Target, tok.Role,
+			formatTime(tok.ExpiresAt)), err
+	case store.ActionAdminTokenRevoke:
+		var tok store.AdminToken
+		err := decode(e.After, &tok)
+		return fmt.Sprintf("revoked the admin token %q (%s)", tok.Name, e.Target), err
 	case store.ActionSetupLink:
 		var inv store.Invite
 		err := decode(e.After, &inv)

@@ -97,3 +97,48 @@ func (q *Queries) AuditLogList(ctx context.Context, db DBTX, arg AuditLogListPar
 	}
 	return items, nil
 }
+
+const auditLogPage = `-- name: AuditLogPage :many
+SELECT id, team_id, actor, action, target, before, after, at FROM audit_log
+WHERE team_id = $1
+  AND ($2::bigint IS NULL OR id < $2)
+ORDER BY id DESC
+LIMIT $3
+`
+
+type AuditLogPageParams struct {
+	TeamID   *int64
+	BeforeID *int64
+	MaxRows  int32
+}
+
+// One page of a team's audit log, newest first: entries older than @before_id
+// (NULL: the newest).
+func (q *Queries) AuditLogPage(ctx context.Context, db DBTX, arg AuditLogPageParams) ([]AuditLog, error) {
+	rows, err := db.Query(ctx, auditLogPage, arg.TeamID, arg.BeforeID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AuditLog
+	for rows.Next() {
+		var i AuditLog
+		if err := rows.Scan(
+			&i.ID,
+			&i.TeamID,
+			&i.Actor,
+			&i.Action,
+			&i.Target,
+			&i.Before,
+			&i.After,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

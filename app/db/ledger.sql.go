@@ -120,6 +120,82 @@ func (q *Queries) LedgerList(ctx context.Context, db DBTX, arg LedgerListParams)
 	return items, nil
 }
 
+const ledgerPage = `-- name: LedgerPage :many
+SELECT team_id, request_id, member_id, key_id, route_id, model, status, http_status, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens, held_micros, cost_micros, created_at, settled_at FROM ledger
+WHERE team_id = $1
+  AND ($2::bigint IS NULL OR member_id = $2)
+  AND ($3::text IS NULL OR model = $3)
+  AND ($4::text IS NULL OR status = $4)
+  AND created_at >= $5
+  AND created_at < $6
+  AND ($7::timestamptz IS NULL
+       OR (created_at, request_id) < ($7::timestamptz, $8::text))
+ORDER BY created_at DESC, request_id DESC
+LIMIT $9
+`
+
+type LedgerPageParams struct {
+	TeamID         int64
+	MemberID       *int64
+	Model          *string
+	Status         *string
+	Since          time.Time
+	Until          time.Time
+	AfterAt        *time.Time
+	AfterRequestID *string
+	MaxRows        int32
+}
+
+// One page of a team's ledger, newest first, filtered; the cursor is the last
+// row of the previous page (created_at, request_id), NULL for the first page.
+func (q *Queries) LedgerPage(ctx context.Context, db DBTX, arg LedgerPageParams) ([]Ledger, error) {
+	rows, err := db.Query(ctx, ledgerPage,
+		arg.TeamID,
+		arg.MemberID,
+		arg.Model,
+		arg.Status,
+		arg.Since,
+		arg.Until,
+		arg.AfterAt,
+		arg.AfterRequestID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Ledger
+	for rows.Next() {
+		var i Ledger
+		if err := rows.Scan(
+			&i.TeamID,
+			&i.RequestID,
+			&i.MemberID,
+			&i.KeyID,
+			&i.RouteID,
+			&i.Model,
+			&i.Status,
+			&i.HttpStatus,
+			&i.InputTokens,
+			&i.OutputTokens,
+			&i.CacheWriteTokens,
+			&i.CacheReadTokens,
+			&i.ReasoningTokens,
+			&i.HeldMicros,
+			&i.CostMicros,
+			&i.CreatedAt,
+			&i.SettledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ledgerSpendSince = `-- name: LedgerSpendSince :many
 SELECT member_id, least(coalesce(sum(
         CASE WHEN cost_micros BETWEEN 0 AND $1::bigint THEN cost_micros

@@ -10,6 +10,28 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type AdminToken struct {
+	ID         string
+	TeamID     *int64
+	Name       string
+	Role       string
+	SecretHash []byte
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+type ApiIdempotency struct {
+	Scope       string
+	Key         string
+	RequestHash []byte
+	Status      *int32
+	ContentType string
+	Body        []byte
+	CreatedAt   time.Time
+}
+
 type ApiKey struct {
 	ID         string
 	TeamID     int64

@@ -34,6 +34,8 @@ const (
 	ActionInviteRevoke      = "invite.revoke"
 	ActionInviteReissue     = "invite.reissue"
 	ActionSetupLink         = "setup.link"
+	ActionAdminTokenCreate  = "admin_token.create"
+	ActionAdminTokenRevoke  = "admin_token.revoke"
 )
 
 // AuditActions is every action the store writes, in the order a filter lists them.
@@ -41,7 +43,7 @@ func AuditActions() []string {
 	return []string{ActionMemberStatus, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
 		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
-		ActionSetupLink}
+		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke}
 }
 
 // AuditEntry is one recorded state change.
@@ -90,10 +92,24 @@ func (s *Store) AuditFiltered(ctx context.Context, f AuditFilter) ([]AuditEntry,
 	if err != nil {
 		return nil, fmt.Errorf("store: list audit log: %w", err)
 	}
+	return auditEntries(rows), nil
+}
+
+// AuditPage lists up to limit of a team's entries older than beforeID (nil:
+// the newest), newest first.
+func (s *Store) AuditPage(ctx context.Context, teamID int64, beforeID *int64, limit int32) ([]AuditEntry, error) {
+	rows, err := s.q.AuditLogPage(ctx, s.pool, db.AuditLogPageParams{TeamID: &teamID, BeforeID: beforeID, MaxRows: limit})
+	if err != nil {
+		return nil, fmt.Errorf("store: audit page: %w", err)
+	}
+	return auditEntries(rows), nil
+}
+
+func auditEntries(rows []db.AuditLog) []AuditEntry {
 	entries := make([]AuditEntry, len(rows))
 	for i, r := range rows {
 		entries[i] = AuditEntry{ID: r.ID, TeamID: r.TeamID, Actor: r.Actor, Action: r.Action, Target: r.Target,
 			Before: r.Before, After: r.After, At: r.At}
 	}
-	return entries, nil
+	return entries
 }

@@ -36,6 +36,8 @@ var auditedWriters = map[string]string{
 	"RevokeInvites":      "invite.revoke",
 	"DeleteRoute":        "route.delete",
 	"CreateSetupLink":    "setup.link",
+	"CreateAdminToken":   "admin_token.create",
+	"RevokeAdminToken":   "admin_token.revoke",
 	// Writers whose actor is the link itself.
 	"CompleteSetup": "team.create, member.add, member.password",
 	"AcceptInvite":  "member.add, member.password",
@@ -148,15 +150,21 @@ func TestEveryWriterIsAudited(t *testing.T) {
 		must(f.st.CompleteSetup(ctx, link, "delta", "owner@delta.example", "a long enough password"))(t)
 	})
 
+	var token store.IssuedAdminToken
+	check("CreateAdminToken", func() {
+		token = must(f.st.CreateAdminToken(ctx, actor, store.AdminTokenSpec{TeamID: &f.team.ID, Name: "ci", Role: store.TokenRoleOwner, Lifetime: time.Hour}))(t)
+	})
+	check("RevokeAdminToken", func() { must(f.st.RevokeAdminToken(ctx, actor, &f.team.ID, token.ID))(t) })
+
 	for writer := range auditedWriters {
 		if !checked[writer] {
 			t.Errorf("%s is listed but not exercised", writer)
 		}
 	}
-	// Nothing an audit row carries is a secret: no key plaintext, no link token.
+	// Nothing an audit row carries is a secret: no key or token plaintext, no link token.
 	for _, e := range must(f.st.Audit(ctx, nil, 1000))(t) {
 		row := string(e.Before) + string(e.After) + e.Target
-		for _, secret := range []string{key.Plaintext, rotated.Plaintext, invite, link} {
+		for _, secret := range []string{key.Plaintext, rotated.Plaintext, invite, link, token.Plaintext} {
 			if secret != "" && strings.Contains(row, secret) {
 				t.Errorf("audit row %s %s carries a secret", e.Action, e.Target)
 			}

@@ -94,20 +94,61 @@ func (s *Store) Ledger(ctx context.Context, teamID int64, memberID *int64, since
 	}
 	entries := make([]proxy.LedgerEntry, len(rows))
 	for i, r := range rows {
-		e := proxy.LedgerEntry{TeamID: r.TeamID, MemberID: r.MemberID, KeyID: r.KeyID, RequestID: r.RequestID, Model: r.Model,
-			Status: proxy.LedgerStatus(r.Status), HeldMicros: r.HeldMicros, CostMicros: r.CostMicros, CreatedAt: r.CreatedAt,
-			Usage: usage.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CacheWriteTokens: r.CacheWriteTokens,
-				CacheReadTokens: r.CacheReadTokens, ReasoningTokens: r.ReasoningTokens}}
-		if r.RouteID != nil {
-			e.RouteID = *r.RouteID
-		}
-		if r.HttpStatus != nil {
-			e.HTTPStatus = int(*r.HttpStatus)
-		}
-		if r.SettledAt != nil {
-			e.SettledAt = *r.SettledAt
-		}
-		entries[i] = e
+		entries[i] = ledgerEntryFrom(r)
+	}
+	return entries, nil
+}
+
+func ledgerEntryFrom(r db.Ledger) proxy.LedgerEntry {
+	e := proxy.LedgerEntry{TeamID: r.TeamID, MemberID: r.MemberID, KeyID: r.KeyID, RequestID: r.RequestID, Model: r.Model,
+		Status: proxy.LedgerStatus(r.Status), HeldMicros: r.HeldMicros, CostMicros: r.CostMicros, CreatedAt: r.CreatedAt,
+		Usage: usage.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CacheWriteTokens: r.CacheWriteTokens,
+			CacheReadTokens: r.CacheReadTokens, ReasoningTokens: r.ReasoningTokens}}
+	if r.RouteID != nil {
+		e.RouteID = *r.RouteID
+	}
+	if r.HttpStatus != nil {
+		e.HTTPStatus = int(*r.HttpStatus)
+	}
+	if r.SettledAt != nil {
+		e.SettledAt = *r.SettledAt
+	}
+	return e
+}
+
+// LedgerFilter narrows a page of the ledger; nil and zero fields match all.
+type LedgerFilter struct {
+	MemberID     *int64
+	Model        *string
+	Status       *string
+	Since, Until time.Time // Until zero: now and later
+	// After is the cursor: the last row of the previous page, nil for the first.
+	After *LedgerCursor
+}
+
+// LedgerCursor is a position in the ledger's newest-first order.
+type LedgerCursor struct {
+	CreatedAt time.Time
+	RequestID string
+}
+
+// LedgerPage lists up to limit of a team's ledger rows matching f, newest first.
+func (s *Store) LedgerPage(ctx context.Context, teamID int64, f LedgerFilter, limit int32) ([]proxy.LedgerEntry, error) {
+	p := db.LedgerPageParams{TeamID: teamID, MemberID: f.MemberID, Model: f.Model, Status: f.Status, Since: f.Since,
+		Until: f.Until, MaxRows: limit}
+	if f.Until.IsZero() {
+		p.Until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	if f.After != nil {
+		p.AfterAt, p.AfterRequestID = &f.After.CreatedAt, &f.After.RequestID
+	}
+	rows, err := s.q.LedgerPage(ctx, s.pool, p)
+	if err != nil {
+		return nil, fmt.Errorf("store: ledger page: %w", err)
+	}
+	entries := make([]proxy.LedgerEntry, len(rows))
+	for i, r := range rows {
+		entries[i] = ledgerEntryFrom(r)
 	}
 	return entries, nil
 }

@@ -72,7 +72,7 @@ var (
 )
 
 // reservedPrefixes belong to the gateway itself.
-var reservedPrefixes = []string{"/console", "/static", "/favicon.ico", "/healthz", "/readyz", "/metrics"}
+var reservedPrefixes = []string{"/console", "/static", "/api", "/favicon.ico", "/healthz", "/readyz", "/metrics"}
 
 // withPreset fills the fields the spec leaves blank from its preset.
 func (spec RouteSpec) withPreset() (RouteSpec, error) {

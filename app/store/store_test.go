@@ -360,7 +360,7 @@ func TestRouteValidation(t *testing.T) {
 	add := func(spec store.RouteSpec) func() error {
 		return func() error { _, err := f.st.AddRoute(ctx, actor, spec); return err }
 	}
-	for _, p := range []string{"/console", "/console/api", "/static", "/healthz", "/readyz", "/metrics/x",
+	for _, p := range []string{"/console", "/console/api", "/static", "/api", "/api/v1", "/healthz", "/readyz", "/metrics/x",
 		"local", "/", "/local/", "/Local", "/a/..", "/a%2fb", "/a//b"} {
 		f.refused(t, "Prefix"+strconv.Quote(p), "prefix", add(generic(p, "http://127.0.0.1")))
 	}

@@ -1,7 +1,8 @@
-// Package apikey is the member key format: tg_<id>_<secret>. The id is public and
-// indexes the key; only a SHA-256 of the secret is ever stored. SHA-256 (not a slow
-// password hash) is right here because the secret is 256 random bits: there is
-// nothing to brute-force.
+// Package apikey is the member key format, tg_<id>_<secret>, and the admin
+// token format, tga_<id>_<secret>. The id is public and indexes the key; only a
+// SHA-256 of the secret is ever stored. SHA-256 (not a slow password hash) is
+// right here because the secret is 256 random bits: there is nothing to
+// brute-force.
 package apikey
 
 import (
@@ -13,6 +14,17 @@ import (
 )
 
 const prefix = "tg_"
+
+// Format is a credential format: a prefix, then the id and secret parts.
+// Member keys and admin tokens differ only in their prefix, so one can never be
+// mistaken for the other.
+type Format struct{ prefix string }
+
+// Member is the member key format (tg_), Admin the admin token format (tga_).
+var (
+	Member = Format{prefix: prefix}
+	Admin  = Format{prefix: "tga_"}
+)
 
 // IDLen and SecretLen are the encoded lengths of the two parts.
 const (
@@ -30,22 +42,28 @@ type Generated struct {
 	SecretHash [32]byte
 }
 
-// Generate makes a new key from crypto/rand.
-func Generate() Generated {
+// Generate makes a new member key from crypto/rand.
+func Generate() Generated { return Member.Generate() }
+
+// Generate makes a new credential of format f from crypto/rand.
+func (f Format) Generate() Generated {
 	id := make([]byte, 8)
 	secret := make([]byte, 32)
 	rand.Read(id)
 	rand.Read(secret)
 	encodedSecret := encoding.EncodeToString(secret)
 	g := Generated{ID: encoding.EncodeToString(id), SecretHash: sha256.Sum256([]byte(encodedSecret))}
-	g.Plaintext = prefix + g.ID + "_" + encodedSecret
+	g.Plaintext = f.prefix + g.ID + "_" + encodedSecret
 	return g
 }
 
-// Parse splits a plaintext key into its id and secret. ok is false for anything
-// that is not exactly the key format.
-func Parse(plaintext string) (id, secret string, ok bool) {
-	rest, found := strings.CutPrefix(plaintext, prefix)
+// Parse splits a plaintext member key into its id and secret. ok is false for
+// anything that is not exactly the key format.
+func Parse(plaintext string) (id, secret string, ok bool) { return Member.Parse(plaintext) }
+
+// Parse splits a plaintext credential of format f into its id and secret.
+func (f Format) Parse(plaintext string) (id, secret string, ok bool) {
+	rest, found := strings.CutPrefix(plaintext, f.prefix)
 	if !found {
 		return "", "", false
 	}

@@ -49,3 +49,22 @@ func TestMatchesWrongSecret(t *testing.T) {
 		t.Fatal("another key's secret matched")
 	}
 }
+
+// TestFormatsDoNotCross: a member key is never read as an admin token, nor
+// the other way round, so neither can stand in for the other.
+func TestFormatsDoNotCross(t *testing.T) {
+	t.Parallel()
+	admin, member := apikey.Admin.Generate(), apikey.Member.Generate()
+	if !strings.HasPrefix(admin.Plaintext, "tga_") {
+		t.Fatalf("admin token %q lacks the tga_ prefix", admin.Plaintext)
+	}
+	if id, secret, ok := apikey.Admin.Parse(admin.Plaintext); !ok || id != admin.ID || !apikey.Matches(secret, admin.SecretHash) {
+		t.Fatalf("admin round trip failed for %q", admin.Plaintext)
+	}
+	if _, _, ok := apikey.Parse(admin.Plaintext); ok {
+		t.Error("an admin token parsed as a member key")
+	}
+	if _, _, ok := apikey.Admin.Parse(member.Plaintext); ok {
+		t.Error("a member key parsed as an admin token")
+	}
+}

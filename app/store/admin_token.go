@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tollgate/tollgate/app/db"
+	"github.com/tollgate/tollgate/proxy/apikey"
+)
+
+// Admin token roles: an owner token makes every change an owner can, a read
+// token only reads.
+const (
+	TokenRoleOwner = "owner"
+	TokenRoleRead  = "read"
+)
+
+// MaxTokenLifetime bounds an admin token's expiry: a forgotten token in a CI
+// secret store stops working within a year.
+const MaxTokenLifetime = 366 * 24 * time.Hour
+
+// AdminToken is an admin token's metadata; the plaintext exists only in
+// IssuedAdminToken, once. TeamID nil is a deployment-level token.
+type AdminToken struct {
+	ID         string     `json:"id"`
+	TeamID     *int64     `json:"team_id,omitempty"`
+	Name       string     `json:"name"`
+	Role       string     `json:"role"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+}
+
+// Deployment reports whether t belongs to the deployment rather than a team.
+func (t AdminToken) Deployment() bool { return t.TeamID == nil }
+
+// Actor is the audit actor for changes made with t: its id and its name, so
+// the audit log says which script or pipeline made a change.
+func (t AdminToken) Actor() Actor { return Actor("token:" + t.ID + ":" + t.Name) }
+
+// State is active, expired or revoked.
+func (t AdminToken) State(now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case !now.Before(t.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}
+
+// IssuedAdminToken is a new token with its plaintext, to be shown exactly once.
+type IssuedAdminToken struct {
+	AdminToken
+	Plaintext string `json:"plaintext"`
+}
+
+// AdminTokenSpec is what the creator of a token chooses.
+type AdminTokenSpec struct {
+	TeamID   *int64 // nil: a deployment-level token
+	Name     string
+	Role     string
+	Lifetime time.Duration
+}
+
+func adminTokenFrom(r db.AdminToken) AdminToken {
+	return AdminToken{ID: r.ID, TeamID: r.TeamID, Name: r.Name, Role: r.Role, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
+}
+
+// CreateAdminToken issues an admin token.
+func (s *Store) CreateAdminToken(ctx context.Context, actor Actor, spec AdminTokenSpec) (IssuedAdminToken, error) {
+	if err := checkText("name", "token name", spec.Name); err != nil {
+		return IssuedAdminToken{}, err
+	}
+	if spec.Name == "" || len(spec.Name) > 100 {
+		return IssuedAdminToken{}, invalid("name", "token name must be 1 to 100 characters")
+	}
+	if spec.Role != TokenRoleOwner && spec.Role != TokenRoleRead {
+		return IssuedAdminToken{}, invalid("role", "token role must be owner or read, not %q", spec.Role)
+	}
+	if spec.Lifetime <= 0 || spec.Lifetime > MaxTokenLifetime {
+		return IssuedAdminToken{}, invalid("expires", "a token must expire within %s, not after %s", MaxTokenLifetime, spec.Lifetime)
+	}
+	g := apikey.Admin.Generate()
+	var issued IssuedAdminToken
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.AdminTokenCreate(ctx, tx, db.AdminTokenCreateParams{ID: g.ID, TeamID: spec.TeamID, Name: spec.Name,
+			Role: spec.Role, SecretHash: g.SecretHash[:], ExpiresAt: time.Now().Add(spec.Lifetime)})
+		if err != nil {
+			return mapErr(err)
+		}
+		t := adminTokenFrom(row)
+		issued = IssuedAdminToken{AdminToken: t, Plaintext: g.Plaintext}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: spec.TeamID, action: ActionAdminTokenCreate, target: t.ID, after: t})
+	})
+	if err != nil {
+		return IssuedAdminToken{}, fmt.Errorf("store: create admin token %q: %w", spec.Name, err)
+	}
+	return issued, nil
+}
+
+// AdminTokens lists a team's tokens, or (teamID nil) the deployment's.
+func (s *Store) AdminTokens(ctx context.Context, teamID *int64) ([]AdminToken, error) {
+	rows, err := s.q.AdminTokenList(ctx, s.pool, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list admin tokens: %w", err)
+	}
+	tokens := make([]AdminToken, len(rows))
+	for i, r := range rows {
+		tokens[i] = adminTokenFrom(r)
+	}
+	return tokens, nil
+}
+
+// FindAdminToken returns a token by its globally unique id; for the
+// operator's CLI, which names tokens without a team.
+func (s *Store) FindAdminToken(ctx context.Context, id string) (AdminToken, error) {
+	row, err := s.q.AdminTokenGet(ctx, s.pool, id)
+	if err != nil {
+		return AdminToken{}, fmt.Errorf("store: admin token %s: %w", id, mapErr(err))
+	}
+	return adminTokenFrom(row), nil
+}
+
+// RevokeAdminToken stops a token of a team (or, teamID nil, of the
+// deployment) at once.
+func (s *Store) RevokeAdminToken(ctx context.Context, actor Actor, teamID *int64, id string) (AdminToken, error) {
+	var t AdminToken
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.AdminTokenRevoke(ctx, tx, db.AdminTokenRevokeParams{ID: id, TeamID: teamID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Either no such token here, or revoked already: tell them apart.
+			existing, getErr := s.q.AdminTokenGet(ctx, tx, id)
+			if getErr == nil && existing.RevokedAt != nil && equalTeam(existing.TeamID, teamID) {
+				return stale("admin token %s is already revoked", id)
+			}
+			return ErrNotFound
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		t = adminTokenFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: teamID, action: ActionAdminTokenRevoke, target: id, after: t})
+	})
+	if err != nil {
+		return AdminToken{}, fmt.Errorf("store: revoke admin token %s: %w", id, err)
+	}
+	return t, nil
+}
+
+func equalTeam(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// TokenError is a refused admin token. Fault says why, for the operator's
+// security event only: the caller is told the same for every fault, so a
+// prober learns nothing about which ids exist.
+type TokenError struct{ Fault string }
+
+func (e *TokenError) Error() string { return "admin token refused: " + e.Fault }
+
+// A fixed hash to compare against when the token id is unknown, so unknown
+// ids cost the same time as wrong secrets.
+var decoyTokenHash [32]byte
+
+// AuthenticateAdminToken returns the live token whose plaintext this is, and
+// records its use. A malformed, unknown, wrong, revoked or expired token is a
+// *TokenError.
+func (s *Store) AuthenticateAdminToken(ctx context.Context, plaintext string) (AdminToken, error) {
+	id, secret, ok := apikey.Admin.Parse(plaintext)
+	if !ok {
+		return AdminToken{}, &TokenError{Fault: "malformed"}
+	}
+	row, err := s.q.AdminTokenGet(ctx, s.pool, id)
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return AdminToken{}, fmt.Errorf("store: admin token: %w", err)
+	}
+	want := decoyTokenHash
+	if found {
+		copy(want[:], row.SecretHash)
+	}
+	switch matches := apikey.Matches(secret, want); {
+	case !found:
+		return AdminToken{}, &TokenError{Fault: "unknown_id"}
+	case !matches:
+		return AdminToken{}, &TokenError{Fault: "wrong_secret"}
+	}
+	t := adminTokenFrom(row)
+	switch t.State(time.Now()) {
+	case "revoked":
+		return t, &TokenError{Fault: "revoked"}
+	case "expired":
+		return t, &TokenError{Fault: "expired"}
+	}
+	if err := s.q.AdminTokenTouch(ctx, s.pool, id); err != nil {
+		s.log.Warn("admin token use not recorded", "token_id", id, "err", err)
+	}
+	return t, nil
+}
