@@ -4,8 +4,9 @@ import "github.com/tollgate/tollgate/app/store"
 
 // SignIn is the sign-in form, refilled after a failure.
 type SignIn struct {
-	Email string
-	Error string
+	Email   string
+	Error   string
+	Methods []SignInMethod
 }
 
 // Setup is the first-run form that creates a team and its owner.

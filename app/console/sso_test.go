@@ -1,0 +1,240 @@
+package console_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oauth2-proxy/mockoidc"
+
+	"github.com/tollgate/tollgate/app/console"
+	"github.com/tollgate/tollgate/app/store"
+)
+
+const oidcSecretEnv = "TOLLGATE_SSO_ACME_OIDC_SECRET"
+
+// Ways the test provider spoils its next answers.
+const (
+	honest int32 = iota
+	wrongNonce
+	badSignature
+)
+
+// testProvider is a local OpenID provider (mockoidc) that can be made to lie.
+type testProvider struct {
+	*mockoidc.MockOIDC
+	tamper atomic.Int32
+}
+
+func startProvider(t *testing.T) *testProvider {
+	t.Helper()
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testProvider{MockOIDC: m}
+	m.AddMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case p.tamper.Load() == wrongNonce && r.URL.Path == mockoidc.AuthorizationEndpoint:
+				q := r.URL.Query()
+				q.Set("nonce", "a-nonce-from-another-sign-in")
+				r.URL.RawQuery = q.Encode()
+			case p.tamper.Load() == badSignature && r.URL.Path == mockoidc.TokenEndpoint:
+				rec := httptest.NewRecorder()
+				next.ServeHTTP(rec, r)
+				var body map[string]any
+				json.Unmarshal(rec.Body.Bytes(), &body)
+				if tok, ok := body["id_token"].(string); ok {
+					body["id_token"] = resign(t, tok)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(body)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() })
+	return p
+}
+
+// resign keeps a token's header and claims, with the email changed, and its
+// original signature, which therefore no longer matches.
+func resign(t *testing.T, token string) string {
+	parts := strings.Split(token, ".")
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Error(err)
+		return token
+	}
+	forged := strings.Replace(string(claims), "@acme.test", "@evil.test", 1)
+	return parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(forged)) + "." + parts[2]
+}
+
+func (p *testProvider) user(email string, verified bool) {
+	p.QueueUser(&mockoidc.MockUser{Subject: "sub-" + email, Email: email, EmailVerified: verified})
+}
+
+// withSecrets gives the console the provider's client secret (and the
+// route credential every env has).
+func withSecrets(secrets map[string]string) option {
+	return func(o *console.Options) {
+		o.Getenv = func(name string) string {
+			if name == "ANTHROPIC_API_KEY" {
+				return providerSecret
+			}
+			return secrets[name]
+		}
+	}
+}
+
+// oidcEnv is a console whose team acme has an owner who has configured the
+// test provider through the settings page with policy.
+func oidcEnv(t *testing.T, p *testProvider, form url.Values, opts ...option) (*env, *client) {
+	t.Helper()
+	e := newEnv(t, append([]option{withSecrets(map[string]string{oidcSecretEnv: p.ClientSecret})}, opts...)...)
+	owner, _ := e.owner("acme", "owner@acme.test")
+	base := url.Values{"display_name": {"Acme ID"}, "issuer_url": {p.Issuer()}, "client_id": {p.ClientID},
+		"join_policy": {"domains"}, "allowed_domains": {"acme.test"}, "enabled": {"on"}}
+	for k, v := range form {
+		base[k] = v
+	}
+	r := owner.post("/console/team/sign-in/sso/oidc", base)
+	wantStatus(t, "save OIDC settings", r, http.StatusOK)
+	return e, owner
+}
+
+// ssoCallback clicks "Sign in with …" and follows the provider's redirects
+// up to the console's callback, which it returns unvisited.
+func (c *client) ssoCallback(start string) *url.URL {
+	c.t.Helper()
+	r := c.get(start)
+	if r.status != http.StatusSeeOther {
+		c.t.Fatalf("start %s: %d, want 303 to the provider\n%.600s", start, r.status, r.body)
+	}
+	resp, err := c.http.Get(r.header.Get("Location"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	callback, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || !strings.HasPrefix(callback.String(), c.e.srv.URL+"/console/") {
+		c.t.Fatalf("provider answered %d to %q, want a redirect to the console's callback", resp.StatusCode, callback)
+	}
+	return callback
+}
+
+// ssoSignIn runs the flow and returns the callback's answer; edit may change
+// the callback's query first.
+func (c *client) ssoSignIn(start string, edit func(url.Values)) response {
+	c.t.Helper()
+	callback := c.ssoCallback(start)
+	if edit != nil {
+		q := callback.Query()
+		edit(q)
+		callback.RawQuery = q.Encode()
+	}
+	return c.get(callback.RequestURI())
+}
+
+func wantRefused(t *testing.T, what string, r response, status int, message string) {
+	t.Helper()
+	if r.status != status || !strings.Contains(r.text("form-error"), message) || !r.has("sso-button") {
+		t.Fatalf("%s: %d %q, want %d with the sign-in page saying %q\n%.800s", what, r.status, r.text("form-error"), status, message, r.body)
+	}
+}
+
+// TestOIDCSignIn runs the whole flow against a local OpenID provider: a
+// verified email of an allowed domain joins as a member, with a fresh session
+// id, and its method shows on the members page; every way the answer can be
+// wrong is refused with a page saying why, and creates nobody.
+func TestOIDCSignIn(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t)
+	e, owner := oidcEnv(t, p, nil)
+	start := "/console/signin/acme/oidc"
+	signIn := e.client()
+	if r := signIn.get("/console/signin"); r.text("sso-button") != "Sign in with Acme ID (acme)" {
+		t.Fatalf("sign-in page buttons: %q", r.text("sso-button"))
+	}
+
+	p.user("ada@acme.test", true)
+	signIn.get("/console/signin")
+	planted := signIn.cookie()
+	wantRedirect(t, "sign in by OIDC", signIn.ssoSignIn(start, nil), "/console/")
+	if signIn.cookie() == "" || signIn.cookie() == planted {
+		t.Fatal("OIDC sign-in kept the session id it started with")
+	}
+	if home := signIn.get("/console/"); home.status != http.StatusOK || !strings.Contains(home.body, "ada@acme.test") {
+		t.Fatalf("home after OIDC sign-in: %d\n%.600s", home.status, home.body)
+	}
+	ada, err := e.st.FindMember(t.Context(), 1, "ada@acme.test")
+	if err != nil || ada.Role != store.RoleMember || ada.SignInMethod != store.SignInOIDC {
+		t.Fatalf("joined member: %+v, %v; want a member who signed in by OIDC", ada, err)
+	}
+	members := owner.get("/console/members")
+	if got := members.doc.Find(`[data-testid="member-sign-in"]`).Eq(1).Text(); got != "OIDC" {
+		t.Errorf("members page shows ada's sign-in as %q, want OIDC", got)
+	}
+	if got := members.doc.Find(`[data-testid="member-sign-in"]`).Eq(0).Text(); got != "password" {
+		t.Errorf("members page shows the owner's sign-in as %q, want password", got)
+	}
+
+	before := e.auditCount()
+	p.user("mallory@evil.test", true)
+	wantRefused(t, "disallowed domain", e.client().ssoSignIn(start, nil), http.StatusForbidden, "does not admit addresses at evil.test")
+	p.user("bob@acme.test", false)
+	wantRefused(t, "unverified email", e.client().ssoSignIn(start, nil), http.StatusForbidden, "has not verified the email address bob@acme.test")
+	p.user("bob@acme.test", true)
+	wantRefused(t, "wrong state", e.client().ssoSignIn(start, func(q url.Values) { q.Set("state", "forged") }),
+		http.StatusForbidden, "not started in this browser")
+	// A callback URL obtained in one browser (an attacker's) is refused in another.
+	p.user("bob@acme.test", true)
+	stolen := e.client().ssoCallback(start)
+	wantRefused(t, "callback in another browser", e.client().get(stolen.RequestURI()), http.StatusForbidden, "not started in this browser")
+	// A callback works once.
+	p.user("bob@acme.test", true)
+	replay := e.client()
+	callback := replay.ssoCallback(start)
+	replay.get("/console/signin")
+	wantRedirect(t, "bob signs in", replay.get(callback.RequestURI()), "/console/")
+	if r := e.client().get(callback.RequestURI()); r.status != http.StatusForbidden {
+		t.Errorf("replayed callback: %d, want 403", r.status)
+	}
+
+	p.tamper.Store(wrongNonce)
+	p.user("carol@acme.test", true)
+	wantRefused(t, "wrong nonce", e.client().ssoSignIn(start, nil), http.StatusForbidden, "its nonce does not match")
+	p.tamper.Store(badSignature)
+	p.user("carol@acme.test", true)
+	wantRefused(t, "forged ID token", e.client().ssoSignIn(start, nil), http.StatusForbidden, "ID token is not valid")
+	p.tamper.Store(honest)
+	p.FastForward(-time.Hour) // tokens issued an hour ago, expired 50 minutes ago
+	p.user("carol@acme.test", true)
+	wantRefused(t, "expired ID token", e.client().ssoSignIn(start, nil), http.StatusForbidden, "it has expired")
+	p.FastForward(time.Hour)
+
+	if after := e.auditCount(); after != before+1 { // bob's join
+		t.Errorf("refused sign-ins wrote %d audit rows", after-before-1)
+	}
+	for _, email := range []string{"mallory@evil.test", "carol@acme.test", "carol@evil.test"} {
+		if _, err := e.st.FindMember(t.Context(), 1, email); err == nil {
+			t.Errorf("refused %s became a member", email)
+		}
+	}
+}
