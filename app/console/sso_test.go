@@ -238,3 +238,142 @@ func TestOIDCSignIn(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCNeverCreatesOwnersOrLetsCutOffMembersIn: under the invited policy an
+// owner's invite is refused (owners join through their link), a member's
+// invite joins as a member, and a cut-off member is refused.
+func TestOIDCNeverCreatesOwnersOrLetsCutOffMembersIn(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t)
+	e, owner := oidcEnv(t, p, url.Values{"join_policy": {"invited"}, "allowed_domains": {""}})
+	start := "/console/signin/acme/oidc"
+	ctx := t.Context()
+	for email, role := range map[string]string{"boss@acme.test": store.RoleOwner, "dev@acme.test": store.RoleMember} {
+		wantStatus(t, "invite "+email, owner.htmx("/console/members/invite", url.Values{"email": {email}, "role": {role}}), http.StatusOK)
+	}
+
+	p.user("boss@acme.test", true)
+	wantRefused(t, "owner invite by OIDC", e.client().ssoSignIn(start, nil), http.StatusForbidden, "owners join through their invite link")
+	if _, err := e.st.FindMember(ctx, 1, "boss@acme.test"); err == nil {
+		t.Error("an OIDC sign-in created the invited owner")
+	}
+	p.user("stranger@acme.test", true)
+	wantRefused(t, "uninvited", e.client().ssoSignIn(start, nil), http.StatusForbidden, "has no pending invite")
+	p.user("dev@acme.test", true)
+	wantRedirect(t, "invited member by OIDC", e.client().ssoSignIn(start, nil), "/console/")
+	dev, err := e.st.FindMember(ctx, 1, "dev@acme.test")
+	if err != nil || dev.Role != store.RoleMember {
+		t.Fatalf("invited member: %+v, %v", dev, err)
+	}
+
+	if _, err := e.st.SetMemberStatus(ctx, store.ActorCLI, dev.TeamID, dev.ID, store.StatusDisabled); err != nil {
+		t.Fatal(err)
+	}
+	p.user("dev@acme.test", true)
+	wantRefused(t, "cut-off member", e.client().ssoSignIn(start, nil), http.StatusForbidden, "is cut off from team acme")
+}
+
+// TestSSOFailuresAreThrottled: refused callbacks count against the address
+// like wrong passwords; past the limit even the start of a flow is refused.
+func TestSSOFailuresAreThrottled(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t)
+	e, _ := oidcEnv(t, p, nil, func(o *console.Options) { o.SignInLimit.PerAddress = 2 })
+	start := "/console/signin/acme/oidc"
+	for range 2 {
+		p.user("mallory@evil.test", true)
+		wantRefused(t, "disallowed domain", e.client().ssoSignIn(start, nil), http.StatusForbidden, "does not admit")
+	}
+	r := e.client().get(start)
+	wantRefused(t, "third attempt", r, http.StatusTooManyRequests, "Too many failed sign-ins")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After on a throttled sign-in")
+	}
+	if !strings.Contains(e.logs.String(), "console_sso") {
+		t.Error("refused SSO sign-ins left no security event in the log")
+	}
+}
+
+// TestSSOMisconfigurationIsAClearMessage: an unreachable issuer or a wrong
+// secret is named on the settings page when saved and on the sign-in page
+// when used (502, never 500), and the secret is shown nowhere, although the
+// provider echoes it in its error.
+func TestSSOMisconfigurationIsAClearMessage(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t)
+	const wrongSecret = "wrong-secret-PLANTED-5c1d"
+	e := newEnv(t, withSecrets(map[string]string{oidcSecretEnv: wrongSecret}))
+	owner, _ := e.owner("acme", "owner@acme.test")
+	form := url.Values{"display_name": {"Acme ID"}, "issuer_url": {p.Issuer()}, "client_id": {p.ClientID},
+		"join_policy": {"domains"}, "allowed_domains": {"acme.test"}, "enabled": {"on"}}
+	var pages strings.Builder
+	check := func(what string, r response, status int, message string) {
+		t.Helper()
+		pages.WriteString(r.body)
+		if r.status != status || !strings.Contains(r.text("sso-check")+r.text("form-error"), message) {
+			t.Errorf("%s: %d %q %q, want %d saying %q", what, r.status, r.text("sso-check"), r.text("form-error"), status, message)
+		}
+	}
+	check("save with a wrong secret", owner.post("/console/team/sign-in/sso/oidc", form), http.StatusOK,
+		"the provider refused the client id or secret (invalid_client)")
+	p.user("ada@acme.test", true)
+	check("sign in with a wrong secret", e.client().ssoSignIn("/console/signin/acme/oidc", nil), http.StatusBadGateway,
+		"Sign-in with Acme ID is not working: the provider refused the client id or secret")
+
+	form.Set("issuer_url", "http://127.0.0.1:1/oidc")
+	check("save with an unreachable issuer", owner.post("/console/team/sign-in/sso/oidc", form), http.StatusOK,
+		"the issuer http://127.0.0.1:1/oidc does not serve a usable OpenID configuration")
+	check("sign in with an unreachable issuer", e.client().get("/console/signin/acme/oidc"), http.StatusBadGateway,
+		"is not working: the issuer http://127.0.0.1:1/oidc does not serve")
+
+	form.Set("issuer_url", "not a url")
+	check("save a bad issuer", owner.post("/console/team/sign-in/sso/oidc", form), http.StatusUnprocessableEntity, "issuer must be an https URL")
+	if strings.Contains(pages.String(), wrongSecret) || strings.Contains(e.logs.String(), wrongSecret) {
+		t.Error("the client secret appears in a page or the log")
+	}
+}
+
+// TestPasswordSignInOffNeverLocksOut: turning password sign-in off is refused
+// without an enabled method, or while the method does not work; once off, a
+// right password is told to use SSO, and the last method cannot be disabled.
+func TestPasswordSignInOffNeverLocksOut(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t)
+	var secretSet atomic.Bool
+	e := newEnv(t, func(o *console.Options) {
+		o.Getenv = func(name string) string {
+			if name == oidcSecretEnv && secretSet.Load() {
+				return p.ClientSecret
+			}
+			return ""
+		}
+	})
+	owner, _ := e.owner("acme", "owner@acme.test")
+	off := url.Values{"password_sign_in": {"off"}}
+	r := owner.post("/console/team/sign-in/password", off)
+	if r.status != http.StatusConflict || !strings.Contains(r.text("form-error"), "enable a single sign-on method first") {
+		t.Fatalf("off without SSO: %d %q", r.status, r.text("form-error"))
+	}
+	form := url.Values{"display_name": {"Acme ID"}, "issuer_url": {p.Issuer()}, "client_id": {p.ClientID},
+		"join_policy": {"invited"}, "enabled": {"on"}}
+	wantStatus(t, "save OIDC without its secret", owner.post("/console/team/sign-in/sso/oidc", form), http.StatusOK)
+	r = owner.post("/console/team/sign-in/password", off)
+	if r.status != http.StatusConflict || !strings.Contains(r.text("form-error"), oidcSecretEnv+" is not set") {
+		t.Fatalf("off with a method that has no secret: %d %q", r.status, r.text("form-error"))
+	}
+	secretSet.Store(true)
+	wantRedirect(t, "off with a working method", owner.post("/console/team/sign-in/password", off), "/console/team/sign-in")
+
+	signIn := e.client().post("/console/signin", url.Values{"email": {"owner@acme.test"}, "password": {password}})
+	if signIn.status != http.StatusForbidden || !strings.Contains(signIn.text("form-error"), "single sign-on only") {
+		t.Errorf("password sign-in while off: %d %q", signIn.status, signIn.text("form-error"))
+	}
+	form.Del("enabled")
+	r = owner.post("/console/team/sign-in/sso/oidc", form)
+	if r.status != http.StatusConflict || !strings.Contains(r.text("form-error"), "last single sign-on method cannot be disabled") {
+		t.Errorf("disable the last method while password sign-in is off: %d %q", r.status, r.text("form-error"))
+	}
+	p.user("owner@acme.test", true)
+	wantRedirect(t, "owner signs in by OIDC", e.client().ssoSignIn("/console/signin/acme/oidc", nil), "/console/")
+	wantRedirect(t, "password back on", owner.post("/console/team/sign-in/password", url.Values{"password_sign_in": {"on"}}), "/console/team/sign-in")
+}
