@@ -42,17 +42,19 @@ func ssoSignInURL(m store.SSOMethod) string {
 	return Prefix + "/signin/" + m.TeamName + "/" + m.Kind
 }
 
-// ssoCallbackURL is the redirect URL the team registers with its provider.
-func (c *Console) ssoCallbackURL(teamName, kind string) string {
-	return c.publicURL + Prefix + "/signin/" + teamName + "/" + kind + "/callback"
+// SSOCallbackURL is the redirect URL a team registers with its provider.
+func SSOCallbackURL(publicURL, teamName, kind string) string {
+	return strings.TrimRight(publicURL, "/") + Prefix + "/signin/" + teamName + "/" + kind + "/callback"
 }
 
-// ssoConfig is the flow's view of a stored method, with its secret.
-func (c *Console) ssoConfig(m store.SSOMethod) sso.Config {
+// SSOConfig is the flow's view of a stored method, with its secret from getenv.
+func SSOConfig(publicURL string, getenv func(string) string, m store.SSOMethod) sso.Config {
 	return sso.Config{Kind: m.Kind, IssuerURL: m.IssuerURL, ClientID: m.ClientID,
-		ClientSecret: c.getenv(store.SSOSecretEnv(m.TeamName, m.Kind)),
-		RedirectURL:  c.ssoCallbackURL(m.TeamName, m.Kind), Org: m.AllowedOrg}
+		ClientSecret: getenv(store.SSOSecretEnv(m.TeamName, m.Kind)),
+		RedirectURL:  SSOCallbackURL(publicURL, m.TeamName, m.Kind), Org: m.AllowedOrg}
 }
+
+func (c *Console) ssoConfig(m store.SSOMethod) sso.Config { return SSOConfig(c.publicURL, c.getenv, m) }
 
 // signInButtons are the enabled methods of every team, for the sign-in page.
 func (c *Console) signInButtons(ctx context.Context) ([]views.SignInMethod, error) {
@@ -231,7 +233,7 @@ func (c *Console) ssoForm(m store.SSOMethod) views.SSOForm {
 	return views.SSOForm{Kind: m.Kind, Title: ssoTitle(m.Kind), Action: Prefix + "/team/sign-in/sso/" + m.Kind,
 		DisplayName: m.DisplayName, IssuerURL: m.IssuerURL, ClientID: m.ClientID, JoinPolicy: m.JoinPolicy,
 		Domains: strings.Join(m.AllowedDomains, ", "), Org: m.AllowedOrg, Enabled: m.Enabled,
-		SecretEnv: env, SecretSet: c.getenv(env) != "", CallbackURL: c.ssoCallbackURL(m.TeamName, m.Kind)}
+		SecretEnv: env, SecretSet: c.getenv(env) != "", CallbackURL: SSOCallbackURL(c.publicURL, m.TeamName, m.Kind)}
 }
 
 // setSSOMethod saves a team's method, then tries it, so a wrong issuer or
