@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/tollgate/tollgate/app/console"
@@ -376,4 +378,75 @@ func TestPasswordSignInOffNeverLocksOut(t *testing.T) {
 	p.user("owner@acme.test", true)
 	wantRedirect(t, "owner signs in by OIDC", e.client().ssoSignIn("/console/signin/acme/oidc", nil), "/console/")
 	wantRedirect(t, "password back on", owner.post("/console/team/sign-in/password", url.Values{"password_sign_in": {"on"}}), "/console/team/sign-in")
+}
+
+// TestBrowserOIDCJourney clicks through single sign-on in headless Chromium:
+// the owner sets up the team, turns on "Sign in with Acme ID" for the acme.test
+// domain on the sign-in settings page, which checks it against the local
+// OpenID provider; a new person clicks the button in their own browser and
+// lands in the console as a member; the owner's members page says they use OIDC.
+func TestBrowserOIDCJourney(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no %s; install Debian's chromium package to run the browser journey", chromium)
+		}
+		t.Fatalf("%s is missing on CI: %v", chromium, err)
+	}
+	p := startProvider(t)
+	j := startJourney(t, withSecrets(map[string]string{oidcSecretEnv: p.ClientSecret}))
+	token, _, err := j.st.CreateSetupLink(t.Context(), store.ActorCLI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := j.tab(t)
+	j.do(t, owner, "create the team",
+		chromedp.Navigate(console.SetupURL(j.url, token)),
+		chromedp.SendKeys(chromedp.ID("team"), "acme"),
+		chromedp.SendKeys(chromedp.ID("email"), "owner@acme.test"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="keys"]`)))
+	j.do(t, owner, "turn on OIDC sign-in",
+		chromedp.Navigate(j.url+"/console/members"),
+		chromedp.Click(chromedp.CSS(`[data-testid="sign-in-settings"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="sso-form-oidc"]`)),
+		chromedp.SendKeys(chromedp.ID("oidc-name"), "Acme ID"),
+		chromedp.SendKeys(chromedp.ID("oidc-issuer"), p.Issuer()),
+		chromedp.SendKeys(chromedp.ID("oidc-client"), p.ClientID),
+		chromedp.Click(chromedp.CSS(`[data-testid="sso-form-oidc"] input[value="domains"]`)),
+		chromedp.SendKeys(chromedp.ID("oidc-domains"), "acme.test"),
+		chromedp.Click(chromedp.CSS(`[data-testid="sso-form-oidc"] input[name="enabled"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="sso-form-oidc"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="sso-saved"]`)))
+	if check := j.text(t, owner, `[data-testid="sso-oidc"] [data-testid="sso-check"]`); !strings.HasPrefix(check, "Checked") {
+		t.Fatalf("settings check: %q", check)
+	}
+	j.shot(t, owner, "sso-01-settings")
+
+	p.user("grace@acme.test", true)
+	grace := j.tab(t)
+	j.do(t, grace, "open the sign-in page",
+		chromedp.Navigate(j.url+"/console/signin"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="sso-button"]`)))
+	if label := j.text(t, grace, `[data-testid="sso-button"]`); label != "Sign in with Acme ID (acme)" {
+		t.Errorf("sign-in button: %q", label)
+	}
+	j.shot(t, grace, "sso-02-signin")
+	j.do(t, grace, "sign in with Acme ID",
+		chromedp.Click(chromedp.CSS(`[data-testid="sso-button"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="keys"]`)))
+	if html := j.html(t, grace); !strings.Contains(html, "grace@acme.test") {
+		t.Errorf("grace's home does not name her:\n%.800s", html)
+	}
+	j.shot(t, grace, "sso-03-member-home")
+	m, err := j.st.FindMember(t.Context(), 1, "grace@acme.test")
+	if err != nil || m.Role != store.RoleMember {
+		t.Fatalf("grace: %+v, %v; want a member", m, err)
+	}
+	j.do(t, owner, "open the members page", chromedp.Navigate(j.url+"/console/members"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="members"]`)))
+	if got := j.text(t, owner, `tbody tr:nth-child(2) [data-testid="member-sign-in"]`); got != "OIDC" {
+		t.Errorf("members page shows grace's sign-in as %q, want OIDC", got)
+	}
 }
