@@ -197,7 +197,11 @@ func TestOIDCSignIn(t *testing.T) {
 		t.Errorf("members page shows the owner's sign-in as %q, want password", got)
 	}
 
+	// An owner's invite is never used up by a member's join, even at an allowed domain.
+	wantStatus(t, "invite an owner", owner.htmx("/console/members/invite", url.Values{"email": {"boss@acme.test"}, "role": {"owner"}}), http.StatusOK)
 	before := e.auditCount()
+	p.user("boss@acme.test", true)
+	wantRefused(t, "invited owner by OIDC", e.client().ssoSignIn(start, nil), http.StatusForbidden, "owners join through their invite link")
 	p.user("mallory@evil.test", true)
 	wantRefused(t, "disallowed domain", e.client().ssoSignIn(start, nil), http.StatusForbidden, "does not admit addresses at evil.test")
 	p.user("bob@acme.test", false)
@@ -234,7 +238,7 @@ func TestOIDCSignIn(t *testing.T) {
 	if after := e.auditCount(); after != before+1 { // bob's join
 		t.Errorf("refused sign-ins wrote %d audit rows", after-before-1)
 	}
-	for _, email := range []string{"mallory@evil.test", "carol@acme.test", "carol@evil.test"} {
+	for _, email := range []string{"boss@acme.test", "mallory@evil.test", "carol@acme.test", "carol@evil.test"} {
 		if _, err := e.st.FindMember(t.Context(), 1, email); err == nil {
 			t.Errorf("refused %s became a member", email)
 		}

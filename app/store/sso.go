@@ -327,28 +327,30 @@ func (s *Store) SSOSignIn(ctx context.Context, method SSOMethod, id SSOIdentity)
 	return m, nil
 }
 
-// admits applies the join policy to a person who is not yet a member.
+// admits applies the join policy to a person who is not yet a member. A
+// pending owner's invite is refused under every policy: an owner is made only
+// by accepting that link, and joining as a member would silently use it up.
 func (s *Store) admits(ctx context.Context, tx pgx.Tx, method SSOMethod, email string) error {
+	inv, err := s.q.InviteGetPendingByEmail(ctx, tx, db.InviteGetPendingByEmailParams{TeamID: &method.TeamID, Email: email})
+	invited := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if invited && inv.Role == RoleOwner {
+		return refuseSignIn("%s is invited as an owner; owners join through their invite link, never by single sign-on", email)
+	}
 	switch method.JoinPolicy {
 	case JoinDomains:
 		_, domain, _ := strings.Cut(email, "@")
-		if !slices.Contains(method.AllowedDomains, domain) {
+		if !invited && !slices.Contains(method.AllowedDomains, domain) {
 			return refuseSignIn("team %s does not admit addresses at %s; ask an owner for an invite", method.TeamName, domain)
 		}
-		return nil
 	case JoinOrg:
-		return nil // checked before the transaction
+		// The organisation was checked before the transaction.
 	default:
-		inv, err := s.q.InviteGetPendingByEmail(ctx, tx, db.InviteGetPendingByEmailParams{TeamID: &method.TeamID, Email: email})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if !invited {
 			return refuseSignIn("team %s admits invited people only, and %s has no pending invite", method.TeamName, email)
 		}
-		if err != nil {
-			return err
-		}
-		if inv.Role == RoleOwner {
-			return refuseSignIn("%s is invited as an owner; owners join through their invite link, never by single sign-on", email)
-		}
-		return nil
 	}
+	return nil
 }
