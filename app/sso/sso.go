@@ -204,11 +204,21 @@ func (c *Client) Probe(ctx context.Context, cfg Config) error {
 		return err
 	}
 	_, err = oc.Exchange(c.clientContext(ctx), "tollgate-configuration-check", oauth2.VerifierOption(oauth2.GenerateVerifier()))
-	var pe *ProviderError
-	if errors.As(exchangeError(err), &pe) {
-		return pe
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && re.ErrorCode != "" && !clientRefused(re.ErrorCode) {
+		// Providers authenticate the client before they look at the code
+		// (RFC 6749 §3.2.1): any complaint about the code means the client passed.
+		return nil
 	}
-	return nil
+	if err == nil {
+		return nil
+	}
+	return exchangeError(err)
+}
+
+// clientRefused tells the OAuth error codes that blame the client id or
+// secret (GitHub's own among them).
+func clientRefused(code string) bool {
+	return code == "invalid_client" || code == "unauthorized_client" || code == "incorrect_client_credentials"
 }
 
 func (c *Client) oauth2Config(ctx context.Context, cfg Config) (*oauth2.Config, error) {
@@ -223,7 +233,7 @@ func (c *Client) oauth2Config(ctx context.Context, cfg Config) (*oauth2.Config, 
 		oc.Scopes = []string{oidc.ScopeOpenID, "email"}
 	case KindGitHub:
 		oc.Endpoint = oauth2.Endpoint{AuthURL: c.github.WebURL + "/login/oauth/authorize",
-			TokenURL: c.github.WebURL + "/login/oauth/access_token"}
+			TokenURL: c.github.WebURL + "/login/oauth/access_token", AuthStyle: oauth2.AuthStyleInParams}
 		oc.Scopes = []string{"read:user", "user:email"}
 		if cfg.Org != "" {
 			oc.Scopes = append(oc.Scopes, "read:org")
@@ -272,12 +282,12 @@ func exchangeError(err error) error {
 	if !errors.As(err, &re) {
 		return &ProviderError{Problem: "the provider's token endpoint does not answer: " + transportProblem(err)}
 	}
-	switch re.ErrorCode {
-	case "invalid_client", "unauthorized_client", "incorrect_client_credentials":
+	switch {
+	case clientRefused(re.ErrorCode):
 		return &ProviderError{Problem: "the provider refused the client id or secret (" + errorCode(re.ErrorCode) + ")"}
-	case "invalid_grant", "bad_verification_code":
+	case re.ErrorCode == "invalid_grant" || re.ErrorCode == "bad_verification_code":
 		return refused("the provider no longer accepts this sign-in code (it expired or was used); start again")
-	case "":
+	case re.ErrorCode == "":
 		status := 0
 		if re.Response != nil {
 			status = re.Response.StatusCode
@@ -315,7 +325,17 @@ func discoveryProblem(err error) string {
 	if errors.As(err, &ue) {
 		return transportProblem(err)
 	}
-	return err.Error()
+	return brief(err.Error())
+}
+
+// brief cuts a message that may quote a whole error page (go-oidc quotes the
+// body of a failed discovery) to a readable length.
+func brief(msg string) string {
+	const limit = 200
+	if r := []rune(msg); len(r) > limit {
+		return string(r[:limit]) + "…"
+	}
+	return msg
 }
 
 // idTokenProblem names why go-oidc refused a token in words a person can act on.
@@ -327,6 +347,6 @@ func idTokenProblem(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the issuer's signing keys could not be fetched in time"
 	default:
-		return err.Error()
+		return brief(err.Error())
 	}
 }
