@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/dbtest"
@@ -256,6 +259,103 @@ func TestAdminTokensNeverLeak(t *testing.T) {
 	for where, text := range map[string]string{"the log": logs, "a span": spans, "the audit log": auditText.String()} {
 		if strings.Contains(text, keySecret) {
 			t.Errorf("the issued key's secret appears in %s", where)
+		}
+	}
+}
+
+// TestSSOClientSecretsNeverLeak signs in through a team's OpenID provider,
+// then saves and uses another team's method whose secret is wrong (the test
+// provider, like some real ones, echoes the secret it was sent in its error),
+// and searches every response and log line for both client secrets.
+func TestSSOClientSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	provider, err := mockoidc.Run()
+	must(t, err)
+	t.Cleanup(func() { provider.Shutdown() })
+	const (
+		wrongSecret = "oidc-secret-PLANTED-wrong-b7e2"
+		password    = "correct horse battery"
+	)
+	token, _, err := f.st.CreateSetupLink(ctx, store.ActorCLI)
+	must(t, err)
+	_, err = f.st.CompleteSetup(ctx, token, "beta", "owner@beta.test", password)
+	must(t, err)
+	beta, err := f.st.FindTeam(ctx, "beta")
+	must(t, err)
+	for _, team := range []store.Team{f.team, beta} {
+		_, err := f.st.SetSSOMethod(ctx, store.ActorCLI, store.SSOMethod{TeamID: team.ID, Kind: store.SignInOIDC,
+			DisplayName: "ID", IssuerURL: provider.Issuer(), ClientID: provider.ClientID, JoinPolicy: store.JoinInvited, Enabled: true})
+		must(t, err)
+	}
+	gw := f.replicaWith(t, map[string]string{
+		store.SSOSecretEnv("acme", store.SignInOIDC): provider.ClientSecret,
+		store.SSOSecretEnv("beta", store.SignInOIDC): wrongSecret,
+	})
+
+	var captured strings.Builder
+	browser := func() *http.Client {
+		jar, _ := cookiejar.New(nil)
+		return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	send := func(c *http.Client, req *http.Request) *http.Response {
+		resp, err := c.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		captured.WriteString(resp.Status + "\n")
+		resp.Header.Write(&captured)
+		captured.Write(body)
+		return resp
+	}
+	get := func(c *http.Client, url string) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		must(t, err)
+		return send(c, req)
+	}
+	// signIn follows the flow; the callback goes to this replica, whatever its PUBLIC_URL says.
+	signIn := func(team string) int {
+		c := browser()
+		start := get(c, gw.URL+"/console/signin/"+team+"/oidc")
+		if start.StatusCode != http.StatusSeeOther {
+			return start.StatusCode
+		}
+		back := get(c, start.Header.Get("Location"))
+		callback, err := url.Parse(back.Header.Get("Location"))
+		must(t, err)
+		return get(c, gw.URL+callback.RequestURI()).StatusCode
+	}
+	provider.QueueUser(&mockoidc.MockUser{Subject: "ada", Email: "ada@acme.test", EmailVerified: true})
+	if status := signIn("acme"); status != http.StatusSeeOther {
+		t.Fatalf("acme's member signs in by OIDC: %d", status)
+	}
+	provider.QueueUser(&mockoidc.MockUser{Subject: "ada", Email: "ada@acme.test", EmailVerified: false})
+	signIn("acme")
+	if status := signIn("beta"); status != http.StatusBadGateway {
+		t.Fatalf("beta's sign-in with a wrong secret: %d, want 502", status)
+	}
+	owner := browser()
+	form := url.Values{"email": {"owner@beta.test"}, "password": {password}}
+	req, _ := http.NewRequest(http.MethodPost, gw.URL+"/console/signin", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	send(owner, req)
+	form = url.Values{"display_name": {"ID"}, "issuer_url": {provider.Issuer()}, "client_id": {provider.ClientID},
+		"join_policy": {"invited"}, "enabled": {"on"}}
+	req, _ = http.NewRequest(http.MethodPost, gw.URL+"/console/team/sign-in/sso/oidc", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	send(owner, req)
+
+	out, logs := captured.String(), gw.Logs.String()
+	if !strings.Contains(out, "the provider refused the client id or secret") || !strings.Contains(out, "has not verified the email address") {
+		t.Fatalf("the run did not exercise a refused secret and a refused sign-in:\n%s", out)
+	}
+	for name, secret := range map[string]string{"acme's client secret": provider.ClientSecret, "beta's wrong client secret": wrongSecret} {
+		if containsFold(out, secret) {
+			t.Errorf("%s appears in a response", name)
+		}
+		if containsFold(logs, secret) {
+			t.Errorf("%s appears in the gateway log", name)
 		}
 	}
 }

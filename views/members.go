@@ -13,6 +13,7 @@ type MemberRow struct {
 	Email     string
 	Role      string
 	Status    string // active or disabled, as stored; StatusLabel is what the page says
+	SignIn    string // how they last signed in: password, OIDC, GitHub, or — if never
 	Keys      int    // keys that still work
 	URL       string
 	StatusURL string

@@ -8,6 +8,7 @@ type SignIn struct {
 	Error     string
 	Next      string // the console page to return to after signing in; "" for the home page
 	SignedOut bool   // the member just signed out
+	Methods   []SignInMethod
 }
 
 // Setup is the first-run form that creates a team and its owner.

@@ -20,7 +20,8 @@ const checkTimeout = 5 * time.Second
 // checkConfig is `serve --check-config`: the environment validated exactly as
 // serve validates it, every problem on its own line, nothing started. With
 // connect it also reaches Postgres and Redis (read-only: it creates no
-// database), so an operator can test a deploy's secrets before deploying.
+// database) and tries each team's single sign-on provider, so an operator can
+// test a deploy's secrets before deploying.
 func checkConfig(ctx context.Context, env Env, connect bool) error {
 	cfg, err := loadConfig(env)
 	if err != nil {
@@ -36,6 +37,11 @@ func checkConfig(ctx context.Context, env Env, connect bool) error {
 		problems = append(problems, err)
 	} else {
 		fmt.Fprintf(env.Stdout, "  postgres  %s\n", msg)
+		lines, ssoProblems := app.CheckSSO(ctx, cfg, env.Getenv)
+		for _, line := range lines {
+			fmt.Fprintln(env.Stdout, line)
+		}
+		problems = append(problems, ssoProblems...)
 	}
 	if cfg.RedisURL != "" {
 		rctx, cancel := context.WithTimeout(ctx, checkTimeout)

@@ -56,7 +56,7 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 			listed[m[1]] = true
 		}
 	}
-	perRequest := []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TOLLGATE_CREDENTIAL_*", "TOLLGATE_CREDENTIAL_MOCK"}
+	perRequest := []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TOLLGATE_CREDENTIAL_*", "TOLLGATE_CREDENTIAL_MOCK", "TOLLGATE_SSO_*"}
 	for v := range read {
 		if !listed[v] {
 			t.Errorf("app/config reads %s; the README's configuration table has no row for it", v)

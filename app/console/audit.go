@@ -117,6 +117,8 @@ var auditActionLabels = map[string]string{
 	store.ActionSetupLink:         "Setup link made",
 	store.ActionAdminTokenCreate:  "Admin token made",
 	store.ActionAdminTokenRevoke:  "Admin token revoked",
+	store.ActionTeamSSO:           "Single sign-on set",
+	store.ActionPasswordSignIn:    "Password sign-in on or off",
 }
 
 // auditNames turns the ids an entry records into what people recognise.
@@ -281,6 +283,31 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 		var tok store.AdminToken
 		err := decode(e.After, &tok)
 		return fmt.Sprintf("revoked the admin token %q (%s)", tok.Name, e.Target), err
+	case store.ActionTeamSSO:
+		var m store.SSOMethod
+		if err := decode(e.After, &m); err != nil {
+			return "", err
+		}
+		state := "turned off"
+		if m.Enabled {
+			state = "turned on"
+		}
+		who := "invited people only"
+		if m.JoinPolicy != store.JoinInvited {
+			who = "anyone it allows (" + m.JoinPolicy + ")"
+		}
+		return fmt.Sprintf("set sign-in with %s (%s, client %s) %s, letting in %s", m.DisplayName, m.Kind, m.ClientID, state, who), nil
+	case store.ActionPasswordSignIn:
+		var after struct {
+			On bool `json:"password_sign_in"`
+		}
+		if err := decode(e.After, &after); err != nil {
+			return "", err
+		}
+		if after.On {
+			return "turned password sign-in on for the team", nil
+		}
+		return "turned password sign-in off for the team: members sign in through single sign-on", nil
 	case store.ActionSetupLink:
 		var inv store.Invite
 		err := decode(e.After, &inv)

@@ -66,6 +66,10 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	_, _, err = e.st.ReissueInvite(ctx, by, o.TeamID, "bo@acme.test")
 	must(nil, err)
 	must(nil, e.st.RevokeInvites(ctx, by, o.TeamID, "bo@acme.test"))
+	sso, err := e.st.SetSSOMethod(ctx, by, store.SSOMethod{TeamID: o.TeamID, Kind: store.SignInOIDC,
+		IssuerURL: "https://id.example", ClientID: "tollgate", JoinPolicy: store.JoinInvited, Enabled: true})
+	must(sso, err)
+	must(e.st.SetPasswordSignIn(ctx, by, o.TeamID, true))
 	tok, err := e.st.CreateAdminToken(ctx, by, store.AdminTokenSpec{TeamID: &o.TeamID, Name: "ci", Role: "read", Lifetime: time.Hour})
 	must(tok, err)
 	must(e.st.RevokeAdminToken(ctx, by, &o.TeamID, tok.ID))

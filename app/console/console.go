@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/app/live"
+	"github.com/tollgate/tollgate/app/sso"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/static"
 )
@@ -31,8 +32,9 @@ type Options struct {
 	Store *store.Store
 	// Pool holds the sessions table, so any replica serves any session.
 	Pool *pgxpool.Pool
-	// Getenv tells whether a route's credential variable is set. Only emptiness
-	// is ever looked at; no value reaches a page.
+	// Getenv tells whether a route's credential variable is set (only emptiness
+	// is looked at), and reads teams' SSO client secrets, which go only to their
+	// provider's token endpoint. No value reaches a page.
 	Getenv func(string) string
 	// PublicURL is where members reach the gateway: it goes into snippets and
 	// links, and an https URL makes the session cookie Secure and __Host-.
@@ -54,6 +56,8 @@ type Options struct {
 	// reopens through the session check; default 1m.
 	StreamInterval time.Duration
 	StreamLifetime time.Duration
+	// SSO configures the single sign-on flows (GitHub's URLs, timeouts).
+	SSO sso.Options
 }
 
 // SignInLimit is how many failed sign-ins are allowed within Window, per
@@ -77,6 +81,7 @@ type Console struct {
 	// hashing bounds concurrent sign-in attempts, each of which costs a
 	// memory-hard password hash (19 MiB), so a flood cannot exhaust memory.
 	hashing chan struct{}
+	sso     *sso.Client
 
 	live           *live.Stats
 	streamInterval time.Duration
@@ -102,6 +107,7 @@ func New(o Options) *Console {
 		accounts:  newThrottle(limit.PerAccount, limit.Window),
 		addresses: newThrottle(limit.PerAddress, limit.Window),
 		hashing:   make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		sso:       sso.New(o.SSO),
 
 		live:           o.Live,
 		streamInterval: cmp.Or(o.StreamInterval, time.Second),
@@ -152,6 +158,8 @@ func (c *Console) routes() []route {
 		{"GET", "/signin", anyone, c.showSignIn},
 		{"POST", "/signin", anyone, c.signIn},
 		{"POST", "/signout", member, c.signOut},
+		{"GET", "/signin/{team}/{kind}", anyone, c.startSSO},
+		{"GET", "/signin/{team}/{kind}/callback", anyone, c.finishSSO},
 		{"GET", "/setup/{token}", anyone, c.showSetup},
 		{"POST", "/setup/{token}", anyone, c.completeSetup},
 		{"GET", "/invite/{token}", anyone, c.showInvite},
@@ -165,6 +173,9 @@ func (c *Console) routes() []route {
 		{"GET", "/dashboard/live", owner, c.streamDashboard},
 		{"GET", "/team/limits", owner, c.showTeamLimits},
 		{"POST", "/team/limits", owner, c.setTeamLimits},
+		{"GET", "/team/sign-in", owner, c.showSignInSettings},
+		{"POST", "/team/sign-in/sso/{kind}", owner, c.setSSOMethod},
+		{"POST", "/team/sign-in/password", owner, c.setPasswordSignIn},
 		{"GET", "/members", owner, c.listMembers},
 		{"POST", "/members/invite", owner, c.createInvite},
 		{"POST", "/members/invites/revoke", owner, c.revokeInvite},

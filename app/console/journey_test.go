@@ -359,7 +359,8 @@ type journey struct {
 	docs    string // SCREENSHOT_DIR: where the README's screenshots go; "" to skip them
 }
 
-func startJourney(t *testing.T) *journey {
+// startJourney starts the journey's server; opts adjust its console.
+func startJourney(t *testing.T, opts ...option) *journey {
 	t.Helper()
 	dbURL := dbtest.Schema(t)
 	pool := dbtest.Pool(t, dbURL)
@@ -376,12 +377,16 @@ func startJourney(t *testing.T) *journey {
 	// as the console's writes will in app.New.
 	j := &journey{st: gw.App.Store, srv: srv, url: "http://" + srv.Listener.Addr().String(), mockURL: upstream.URL}
 	// This console is another replica: it reads the live figures from Redis.
-	c := console.New(console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
+	o := console.Options{Store: j.st, Pool: pool, PublicURL: j.url, Logger: slog.New(slog.DiscardHandler),
 		Getenv: func(name string) string { return map[string]string{"ANTHROPIC_API_KEY": providerSecret}[name] },
 		Live:   live.New(redistest.Client(t), live.Options{Prefix: prefix}),
 		// Streams end by design every 2s here, so the journey's live checks run
 		// across several reconnects (and none may log an error).
-		StreamLifetime: 2 * time.Second})
+		StreamLifetime: 2 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := console.New(o)
 	t.Cleanup(c.CloseStreams)
 	r := chi.NewRouter()
 	c.Mount(r)

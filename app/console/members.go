@@ -60,7 +60,21 @@ func (c *Console) membersPage(ctx context.Context, invite views.Invite) (views.M
 func memberRow(v *viewer, m store.Member, liveKeys int) views.MemberRow {
 	url := memberURL(m.ID)
 	return views.MemberRow{ID: m.ID, Email: m.Email, Role: m.Role, Status: m.Status, Keys: liveKeys,
-		URL: url, StatusURL: url + "/status", Self: m.ID == v.member.ID}
+		URL: url, StatusURL: url + "/status", Self: m.ID == v.member.ID, SignIn: signInLabel(m.SignInMethod)}
+}
+
+// signInLabel names how a member last signed in, for the members table.
+func signInLabel(method string) string {
+	switch method {
+	case store.SignInPassword:
+		return "password"
+	case store.SignInOIDC:
+		return "OIDC"
+	case store.SignInGitHub:
+		return "GitHub"
+	default:
+		return "—"
+	}
 }
 
 func (c *Console) inviteSection(ctx context.Context, vm views.Invite) (views.Invite, error) {

@@ -23,7 +23,7 @@ func (c *Console) showSignIn(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, cmp.Or(next, Prefix+"/"), http.StatusSeeOther)
 		return
 	}
-	c.render(w, r, http.StatusOK, views.SignInPage(views.SignIn{Next: next, SignedOut: r.URL.Query().Has("signed_out")}))
+	c.renderSignIn(w, r, http.StatusOK, views.SignIn{Next: next, SignedOut: r.URL.Query().Has("signed_out")})
 }
 
 // safeNext is where to go after signing in: next if it is a console path on
@@ -63,8 +63,8 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		observe.Security(r.Context(), c.log, "console_sign_in", "locked_out", slog.String("address", remoteHost(r)))
 		minutes := int(wait.Round(time.Minute) / time.Minute)
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		c.render(w, r, http.StatusTooManyRequests, views.SignInPage(views.SignIn{Email: email, Next: next,
-			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(minutes, 1))}))
+		c.renderSignIn(w, r, http.StatusTooManyRequests, views.SignIn{Email: email, Next: next,
+			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(minutes, 1))})
 		return
 	}
 
@@ -79,7 +79,13 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.accounts.fail(account)
 		c.addresses.fail(address)
 		observe.Security(r.Context(), c.log, "console_sign_in", "failed", slog.String("address", remoteHost(r)))
-		c.render(w, r, http.StatusUnauthorized, views.SignInPage(views.SignIn{Email: email, Next: next, Error: "Wrong email or password."}))
+		c.renderSignIn(w, r, http.StatusUnauthorized, views.SignIn{Email: email, Next: next, Error: "Wrong email or password."})
+		return
+	}
+	if errors.Is(err, store.ErrPasswordSignInOff) {
+		c.accounts.reset(account)
+		c.renderSignIn(w, r, http.StatusForbidden, views.SignIn{Email: email, Next: next,
+			Error: "Your team signs in through single sign-on only: use its button above."})
 		return
 	}
 	if err != nil {

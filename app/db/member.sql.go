@@ -10,7 +10,7 @@ import (
 )
 
 const memberCreate = `-- name: MemberCreate :one
-INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at
+INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method
 `
 
 type MemberCreateParams struct {
@@ -30,12 +30,13 @@ func (q *Queries) MemberCreate(ctx context.Context, db DBTX, arg MemberCreatePar
 		&i.Status,
 		&i.PasswordHash,
 		&i.CreatedAt,
+		&i.SignInMethod,
 	)
 	return i, err
 }
 
 const memberGetByEmail = `-- name: MemberGetByEmail :one
-SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 AND email = $2
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND email = $2
 `
 
 type MemberGetByEmailParams struct {
@@ -54,12 +55,13 @@ func (q *Queries) MemberGetByEmail(ctx context.Context, db DBTX, arg MemberGetBy
 		&i.Status,
 		&i.PasswordHash,
 		&i.CreatedAt,
+		&i.SignInMethod,
 	)
 	return i, err
 }
 
 const memberGetByID = `-- name: MemberGetByID :one
-SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 AND id = $2
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND id = $2
 `
 
 type MemberGetByIDParams struct {
@@ -78,12 +80,13 @@ func (q *Queries) MemberGetByID(ctx context.Context, db DBTX, arg MemberGetByIDP
 		&i.Status,
 		&i.PasswordHash,
 		&i.CreatedAt,
+		&i.SignInMethod,
 	)
 	return i, err
 }
 
 const memberList = `-- name: MemberList :many
-SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 ORDER BY id
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 ORDER BY id
 `
 
 func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Member, error) {
@@ -103,6 +106,7 @@ func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Memb
 			&i.Status,
 			&i.PasswordHash,
 			&i.CreatedAt,
+			&i.SignInMethod,
 		); err != nil {
 			return nil, err
 		}
@@ -146,7 +150,7 @@ func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRo
 }
 
 const memberLockByEmail = `-- name: MemberLockByEmail :one
-SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
 `
 
 type MemberLockByEmailParams struct {
@@ -166,12 +170,13 @@ func (q *Queries) MemberLockByEmail(ctx context.Context, db DBTX, arg MemberLock
 		&i.Status,
 		&i.PasswordHash,
 		&i.CreatedAt,
+		&i.SignInMethod,
 	)
 	return i, err
 }
 
 const memberLockByID = `-- name: MemberLockByID :one
-SELECT id, team_id, email, role, status, password_hash, created_at FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
 `
 
 type MemberLockByIDParams struct {
@@ -192,12 +197,13 @@ func (q *Queries) MemberLockByID(ctx context.Context, db DBTX, arg MemberLockByI
 		&i.Status,
 		&i.PasswordHash,
 		&i.CreatedAt,
+		&i.SignInMethod,
 	)
 	return i, err
 }
 
 const memberSetStatus = `-- name: MemberSetStatus :one
-UPDATE member SET status = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at
+UPDATE member SET status = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method
 `
 
 type MemberSetStatusParams struct {
@@ -217,6 +223,7 @@ func (q *Queries) MemberSetStatus(ctx context.Context, db DBTX, arg MemberSetSta
 		&i.Status,
 		&i.PasswordHash,
 		&i.CreatedAt,
+		&i.SignInMethod,
 	)
 	return i, err
 }

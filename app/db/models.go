@@ -99,6 +99,7 @@ type Member struct {
 	Status       string
 	PasswordHash *string
 	CreatedAt    time.Time
+	SignInMethod *string
 }
 
 type MemberLimit struct {
@@ -176,4 +177,18 @@ type Team struct {
 	RateBurst       *int64
 	Concurrency     *int64
 	TokensPerMinute *int64
+	PasswordSignIn  bool
+}
+
+type TeamSso struct {
+	TeamID         int64
+	Kind           string
+	DisplayName    string
+	IssuerUrl      string
+	ClientID       string
+	JoinPolicy     string
+	AllowedDomains []string
+	AllowedOrg     string
+	Enabled        bool
+	UpdatedAt      time.Time
 }

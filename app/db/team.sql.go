@@ -10,7 +10,7 @@ import (
 )
 
 const teamCreate = `-- name: TeamCreate :one
-INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute
+INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in
 `
 
 func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -28,12 +28,13 @@ func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, e
 		&i.RateBurst,
 		&i.Concurrency,
 		&i.TokensPerMinute,
+		&i.PasswordSignIn,
 	)
 	return i, err
 }
 
 const teamGetByID = `-- name: TeamGetByID :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team WHERE id = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team WHERE id = $1
 `
 
 func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, error) {
@@ -51,12 +52,13 @@ func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, err
 		&i.RateBurst,
 		&i.Concurrency,
 		&i.TokensPerMinute,
+		&i.PasswordSignIn,
 	)
 	return i, err
 }
 
 const teamGetByName = `-- name: TeamGetByName :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team WHERE name = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team WHERE name = $1
 `
 
 func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -74,12 +76,13 @@ func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team
 		&i.RateBurst,
 		&i.Concurrency,
 		&i.TokensPerMinute,
+		&i.PasswordSignIn,
 	)
 	return i, err
 }
 
 const teamList = `-- name: TeamList :many
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team ORDER BY id
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team ORDER BY id
 `
 
 func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
@@ -103,6 +106,7 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 			&i.RateBurst,
 			&i.Concurrency,
 			&i.TokensPerMinute,
+			&i.PasswordSignIn,
 		); err != nil {
 			return nil, err
 		}
@@ -115,7 +119,7 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 }
 
 const teamLock = `-- name: TeamLock :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute FROM team WHERE id = $1 FOR UPDATE
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team WHERE id = $1 FOR UPDATE
 `
 
 // Reads a team for a change of its limits: a concurrent change waits here, then
@@ -135,6 +139,7 @@ func (q *Queries) TeamLock(ctx context.Context, db DBTX, id int64) (Team, error)
 		&i.RateBurst,
 		&i.Concurrency,
 		&i.TokensPerMinute,
+		&i.PasswordSignIn,
 	)
 	return i, err
 }
@@ -144,7 +149,7 @@ UPDATE team SET rate_algorithm = $1, rate_limit = $2,
     rate_period_ms = $3, rate_burst = $4, concurrency = $5,
     tokens_per_minute = $6, budget_micros = $7, budget_period = $8
 WHERE id = $9
-RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute
+RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in
 `
 
 type TeamSetLimitsParams struct {
@@ -184,6 +189,7 @@ func (q *Queries) TeamSetLimits(ctx context.Context, db DBTX, arg TeamSetLimitsP
 		&i.RateBurst,
 		&i.Concurrency,
 		&i.TokensPerMinute,
+		&i.PasswordSignIn,
 	)
 	return i, err
 }

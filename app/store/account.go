@@ -309,7 +309,21 @@ func (s *Store) SignIn(ctx context.Context, email, password string) (Member, err
 	if !checkPassword(stored, password) || !found {
 		return Member{}, ErrBadCredentials
 	}
-	return memberFrom(row), nil
+	// Only now, with the password right, may the answer say more.
+	team, err := s.q.TeamGetByID(ctx, s.pool, row.TeamID)
+	if err != nil {
+		return Member{}, fmt.Errorf("store: sign in: %w", err)
+	}
+	if !team.PasswordSignIn {
+		return Member{}, ErrPasswordSignInOff
+	}
+	method := SignInPassword
+	if err := s.q.MemberSetSignInMethod(ctx, s.pool, db.MemberSetSignInMethodParams{TeamID: row.TeamID, ID: row.ID, SignInMethod: &method}); err != nil {
+		return Member{}, fmt.Errorf("store: sign in: %w", err)
+	}
+	m := memberFrom(row)
+	m.SignInMethod = method
+	return m, nil
 }
 
 // AnyCanSignIn reports whether some member has a password, i.e. whether the

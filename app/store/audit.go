@@ -36,6 +36,8 @@ const (
 	ActionSetupLink         = "setup.link"
 	ActionAdminTokenCreate  = "admin_token.create"
 	ActionAdminTokenRevoke  = "admin_token.revoke"
+	ActionTeamSSO           = "team.sso"
+	ActionPasswordSignIn    = "team.password_sign_in"
 )
 
 // AuditActions is every action the store writes, in the order a filter lists them.
@@ -43,7 +45,7 @@ func AuditActions() []string {
 	return []string{ActionMemberStatus, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
 		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
-		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke}
+		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn}
 }
 
 // AuditEntry is one recorded state change.

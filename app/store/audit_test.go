@@ -38,6 +38,8 @@ var auditedWriters = map[string]string{
 	"CreateSetupLink":    "setup.link",
 	"CreateAdminToken":   "admin_token.create",
 	"RevokeAdminToken":   "admin_token.revoke",
+	"SetSSOMethod":       "team.sso",
+	"SetPasswordSignIn":  "team.password_sign_in",
 	// Writers whose actor is the link itself.
 	"CompleteSetup": "team.create, member.add, member.password",
 	"AcceptInvite":  "member.add, member.password",
@@ -149,6 +151,11 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	check("CompleteSetup", func() {
 		must(f.st.CompleteSetup(ctx, link, "delta", "owner@delta.example", "a long enough password"))(t)
 	})
+	check("SetSSOMethod", func() {
+		must(f.st.SetSSOMethod(ctx, actor, store.SSOMethod{TeamID: f.team.ID, Kind: store.SignInOIDC,
+			IssuerURL: "https://id.example", ClientID: "tollgate", JoinPolicy: store.JoinInvited, Enabled: true}))(t)
+	})
+	check("SetPasswordSignIn", func() { must(f.st.SetPasswordSignIn(ctx, actor, f.team.ID, false))(t) })
 
 	var token store.IssuedAdminToken
 	check("CreateAdminToken", func() {

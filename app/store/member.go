@@ -29,10 +29,17 @@ type Member struct {
 	Role      string    `json:"role"`
 	Status    string    `json:"status"`
 	CreatedAt time.Time `json:"created_at"`
+	// SignInMethod is how they last signed in to the console (SignInPassword,
+	// SignInOIDC, SignInGitHub); "" if never.
+	SignInMethod string `json:"sign_in_method,omitempty"`
 }
 
 func memberFrom(m db.Member) Member {
-	return Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt}
+	member := Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt}
+	if m.SignInMethod != nil {
+		member.SignInMethod = *m.SignInMethod
+	}
+	return member
 }
 
 // AddMember adds a person to a team.

@@ -17,9 +17,13 @@ type Team struct {
 	ID        int64     `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// PasswordSignIn is false when the team signs in through SSO only.
+	PasswordSignIn bool `json:"password_sign_in"`
 }
 
-func teamFrom(t db.Team) Team { return Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt} }
+func teamFrom(t db.Team) Team {
+	return Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, PasswordSignIn: t.PasswordSignIn}
+}
 
 var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
