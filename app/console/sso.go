@@ -1,11 +1,13 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ const (
 	sessionSSOState    = "sso_state"
 	sessionSSONonce    = "sso_nonce"
 	sessionSSOVerifier = "sso_verifier"
+	sessionSSONext     = "sso_next" // the console page to return to, as the password sign-in keeps it
 )
 
 // ssoCheckTimeout bounds trying a configuration against its provider.
@@ -56,19 +59,24 @@ func SSOConfig(publicURL string, getenv func(string) string, m store.SSOMethod) 
 
 func (c *Console) ssoConfig(m store.SSOMethod) sso.Config { return SSOConfig(c.publicURL, c.getenv, m) }
 
-// signInButtons are the enabled methods of every team, for the sign-in page.
-func (c *Console) signInButtons(ctx context.Context) ([]views.SignInMethod, error) {
+// signInButtons are the enabled methods of every team, for the sign-in page;
+// each carries next, the page to return to.
+func (c *Console) signInButtons(ctx context.Context, next string) ([]views.SignInMethod, error) {
 	methods, err := c.st.EnabledSSOMethods(ctx)
 	buttons := make([]views.SignInMethod, len(methods))
 	for i, m := range methods {
-		buttons[i] = views.SignInMethod{Label: fmt.Sprintf("Sign in with %s (%s)", m.DisplayName, m.TeamName), URL: ssoSignInURL(m)}
+		u := ssoSignInURL(m)
+		if next != "" {
+			u += "?next=" + url.QueryEscape(next)
+		}
+		buttons[i] = views.SignInMethod{Label: fmt.Sprintf("Sign in with %s (%s)", m.DisplayName, m.TeamName), URL: u}
 	}
 	return buttons, err
 }
 
 // renderSignIn shows the sign-in page with its buttons and vm's message.
 func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status int, vm views.SignIn) {
-	buttons, err := c.signInButtons(r.Context())
+	buttons, err := c.signInButtons(r.Context(), vm.Next)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -102,6 +110,7 @@ func (c *Console) startSSO(w http.ResponseWriter, r *http.Request) {
 	c.sessions.Put(ctx, sessionSSOState, flow.State)
 	c.sessions.Put(ctx, sessionSSONonce, flow.Nonce)
 	c.sessions.Put(ctx, sessionSSOVerifier, flow.Verifier)
+	c.sessions.Put(ctx, sessionSSONext, safeNext(r.URL.Query().Get("next")))
 	http.Redirect(w, r, url, http.StatusSeeOther)
 }
 
@@ -121,6 +130,7 @@ func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 	started := c.sessions.PopString(ctx, sessionSSOMethod)
 	flow := sso.Flow{State: c.sessions.PopString(ctx, sessionSSOState), Nonce: c.sessions.PopString(ctx, sessionSSONonce),
 		Verifier: c.sessions.PopString(ctx, sessionSSOVerifier)}
+	next := safeNext(c.sessions.PopString(ctx, sessionSSONext))
 	if started != method.TeamName+"/"+method.Kind {
 		flow = sso.Flow{} // a flow of another method: its state cannot match this callback
 	}
@@ -135,7 +145,7 @@ func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.addresses.reset("sso:" + remoteHost(r))
-	if err := c.signInAs(w, r, m, Prefix+"/"); err != nil {
+	if err := c.signInAs(w, r, m, cmp.Or(next, Prefix+"/")); err != nil {
 		c.fail(w, r, err)
 	}
 }

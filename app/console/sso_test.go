@@ -245,6 +245,27 @@ func TestOIDCSignIn(t *testing.T) {
 	}
 }
 
+// TestOIDCSignInReturnsToThePageAskedFor: a signed-out visit to a console page
+// leads to sign-in, and signing in with the team's provider lands on that page,
+// as a password sign-in does; a next outside the console is dropped.
+func TestOIDCSignInReturnsToThePageAskedFor(t *testing.T) {
+	t.Parallel()
+	p := startProvider(t)
+	e, _ := oidcEnv(t, p, nil)
+	p.user("ada@acme.test", true)
+	signIn := e.client()
+	page := signIn.get("/console/signin?next=" + url.QueryEscape("/console/usage"))
+	start, ok := page.doc.Find(`[data-testid="sso-button"]`).Attr("href")
+	if !ok || start != "/console/signin/acme/oidc?next="+url.QueryEscape("/console/usage") {
+		t.Fatalf("the button goes to %q, want it to carry next", start)
+	}
+	wantRedirect(t, "sign in by OIDC from the usage page", signIn.ssoSignIn(start, nil), "/console/usage")
+
+	p.user("bo@acme.test", true)
+	elsewhere := e.client()
+	wantRedirect(t, "sign in by OIDC with next elsewhere", elsewhere.ssoSignIn("/console/signin/acme/oidc?next=//evil.test/", nil), "/console/")
+}
+
 // TestOIDCNeverCreatesOwnersOrLetsCutOffMembersIn: under the invited policy an
 // owner's invite is refused (owners join through their link), a member's
 // invite joins as a member, and a cut-off member is refused.
