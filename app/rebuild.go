@@ -40,13 +40,15 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 			periods[m.Limits.Budget.Period] = true
 		}
 	}
+	// This replica's unflushed rows, read once: their spend and their holds.
+	pending := a.ledger.Pending()
 	for p := range periods {
 		since := store.PeriodStart(string(p), now)
 		spent, err := a.Store.SpendSince(ctx, teamID, since)
 		if err != nil {
 			return state, err
 		}
-		for _, e := range a.ledger.Pending() {
+		for _, e := range pending {
 			if e.TeamID == teamID && e.Status != proxy.LedgerHeld && !e.CreatedAt.Before(since) {
 				spent[e.MemberID] = proxy.AddSpend(spent[e.MemberID], e.CostMicros)
 			}
@@ -60,7 +62,7 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 			state.Team[p] = proxy.AddSpend(state.Team[p], spent[m.ID])
 		}
 	}
-	if err := a.heldRequests(ctx, teamID, now, &state); err != nil {
+	if err := a.heldRequests(ctx, teamID, now, pending, &state); err != nil {
 		return state, err
 	}
 	state.RevokedKeys = snap.RevokedKeys(teamID)
@@ -73,11 +75,11 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 }
 
 // heldRequests adds to state the team's requests still in flight, from the ledger's
-// held rows and this replica's unflushed ones: each holds its amount again until it
+// held rows and this replica's unflushed ones (pending): each holds its amount again until it
 // settles at its real cost, or until its lease ends. A request that another replica
 // settled within its last flush interval still shows as held; its hold then lasts
 // until its lease ends and is charged in full (an over-count, never an under-count).
-func (a *App) heldRequests(ctx context.Context, teamID int64, now time.Time, state *limiter.TeamState) error {
+func (a *App) heldRequests(ctx context.Context, teamID int64, now time.Time, pending []proxy.LedgerEntry, state *limiter.TeamState) error {
 	lease := a.cfg.ConcurrencyLease
 	since := now.Add(-lease)
 	rows, err := a.Store.HeldSince(ctx, teamID, since)
@@ -85,7 +87,7 @@ func (a *App) heldRequests(ctx context.Context, teamID int64, now time.Time, sta
 		return err
 	}
 	local := map[string]proxy.LedgerStatus{}
-	for _, e := range a.ledger.Pending() {
+	for _, e := range pending {
 		if e.TeamID != teamID {
 			continue
 		}
