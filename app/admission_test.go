@@ -29,6 +29,15 @@ func setLimits(t *testing.T, f *fixture, l store.Limits) {
 	must(t, err)
 }
 
+// waitForBudget waits until the member's budget has reached gw's config snapshot.
+func waitForBudget(t *testing.T, gw *apptest.Replica, f *fixture) {
+	t.Helper()
+	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
+		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
+		return m.Limits.Budget != nil
+	})
+}
+
 // TestRateLimitRefusal: a lowered limit applies from the next request once the
 // change reaches the replica; past it the SDK gets its own 429 with Retry-After,
 // every response carries the X-RateLimit headers, and nothing refused is forwarded.

@@ -34,10 +34,7 @@ func TestRebuildReadsPeriodsOnTheLimitersClock(t *testing.T) {
 	must(t, f.st.WriteLedger(context.Background(), rows))
 
 	gw := f.replicaWith(t, nil, app.WithLimiterClock(redisNow))
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, gw, f)
 	r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
 	if r.status != 200 {
 		t.Fatalf("first request after the loss: %d %s", r.status, r.body)

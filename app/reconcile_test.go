@@ -119,10 +119,7 @@ func TestReconcileSaysWhenRedisWasNotChecked(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "monthly"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, f.gw, f)
 	ledgerRow(t, f, do(t, anthropicRequest(t, f.gw.URL, f.key, messagesBody)).header.Get(proxy.RequestIDHeader))
 	records := f.mockURL + "/_mock/records"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -166,10 +163,7 @@ func TestReconcileCommand(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "monthly"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, f.gw, f)
 	var ids []string
 	for range 5 {
 		ids = append(ids, do(t, anthropicRequest(t, f.gw.URL, f.key, messagesBody)).header.Get(proxy.RequestIDHeader))

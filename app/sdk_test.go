@@ -82,10 +82,7 @@ func TestAnthropicSDKCountTokens(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "total"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, f.gw, f)
 	client := anthropicClient(f, f.key)
 	var resp *http.Response
 	count, err := client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{

@@ -86,10 +86,7 @@ func TestBudgetRefusal(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(3000), BudgetPeriod: "daily"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, f.gw, f)
 	// max_tokens 32 holds under $0.001; each call settles at 489 micros.
 	var refused response
 	admitted := 0
@@ -144,10 +141,7 @@ func TestBadBodiesRefusedWithoutHolds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(1_000_000), BudgetPeriod: "total"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, f.gw, f)
 	bomb := gzipBytes(t, bytes.Repeat([]byte("a"), 64<<20))
 	cases := []struct {
 		name, body, encoding string
@@ -318,10 +312,7 @@ func TestRedisLosesCountersMidRun(t *testing.T) {
 	srv := redistest.StartServer(t)
 	gw := apptest.Start(t, f.dbURL, map[string]string{"ANTHROPIC_API_KEY": anthropicSecret, "REDIS_URL": srv.URL()})
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(2000), BudgetPeriod: "monthly"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, gw, f)
 	spendUntilRefused := func() (admitted int) {
 		for range 20 {
 			r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
@@ -364,10 +355,7 @@ func TestRedisRestoredFromAnOlderSnapshot(t *testing.T) {
 	srv := redistest.StartServer(t)
 	gw := apptest.Start(t, f.dbURL, map[string]string{"ANTHROPIC_API_KEY": anthropicSecret, "REDIS_URL": srv.URL()})
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(2000), BudgetPeriod: "monthly"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, gw, f)
 	call := func() int {
 		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
 		if r.status == http.StatusOK {
@@ -426,10 +414,7 @@ func TestFlushAllWithRequestsInFlight(t *testing.T) {
 	hold := first.HeldMicros
 	// Room for the probe and ten more holds.
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(first.CostMicros + 10*hold), BudgetPeriod: "monthly"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, gw, f)
 
 	const inFlight = 6
 	done := make(chan response, inFlight)
@@ -488,10 +473,7 @@ func TestUnderEstimationOvershootsByOneRequest(t *testing.T) {
 	f := newFixture(t)
 	const budget = 1_000_000 // $1
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(budget), BudgetPeriod: "total"})
-	eventually(t, 10*time.Second, "budget reaches the replica", func() bool {
-		m, _ := f.gw.App.Snapshots.Current().Member(f.member.ID)
-		return m.Limits.Budget != nil
-	})
+	waitForBudget(t, f.gw, f)
 	var spent, largest, hold int64
 	for i := range 20 {
 		req := anthropicRequest(t, f.gw.URL, f.key, messagesBody)
