@@ -369,11 +369,14 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 		tg := &route.Targets[i]
 		if n > 1 {
 			req = out.Clone(t.ctx)
-			if out.GetBody != nil {
-				if req.Body, err = out.GetBody(); err != nil {
-					b.ups.record(tg, h, permit, attemptNeutral)
-					return nil, err
-				}
+		}
+		if out.GetBody != nil {
+			// The first attempt takes a fresh body too: ReverseProxy wraps the
+			// request's in a type the transport does not know is in memory, so it
+			// would flush the headers in a write of their own before the body.
+			if req.Body, err = out.GetBody(); err != nil {
+				b.ups.record(tg, h, permit, attemptNeutral)
+				return nil, err
 			}
 		}
 		b.aim(req, t, tg)
