@@ -501,6 +501,10 @@ var ErrRebuildEarly = errors.New("limiter: rebuild: TeamState.At is in a later p
 // request ids must be unique per team, or one request could settle another's hold.
 var ErrHoldExists = errors.New("limiter: request id already holds a reservation")
 
+// ErrSettleNotSent is AdmitAfter's error for a settle it did not send (the
+// admission never reached Redis): the caller still has it to send.
+var ErrSettleNotSent = errors.New("limiter: settle not sent")
+
 // Limiter admits and settles requests, and mirrors the revocations and cut-offs it
 // enforces.
 type Limiter interface {
@@ -511,6 +515,11 @@ type Limiter interface {
 	// SettleAll settles many requests, in one round trip where the limiter can,
 	// and returns each one's error (nil: applied, or a replay).
 	SettleAll(ctx context.Context, ss []Settlement) []error
+	// AdmitAfter settles ss and then admits req, in one round trip where the
+	// limiter can: a member's earlier requests are settled before its next one
+	// is decided, without a round trip of their own. It returns each settle's
+	// error as SettleAll does, or ErrSettleNotSent for one it did not send.
+	AdmitAfter(ctx context.Context, ss []Settlement, req Request) (Decision, []error, error)
 	// Rebuild restores a team's spend after Redis lost it (Admit said ReasonRebuild),
 	// unless another replica already did.
 	Rebuild(ctx context.Context, team string, state TeamState) error

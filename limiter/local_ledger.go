@@ -345,6 +345,13 @@ func (l *Local) SettleAll(ctx context.Context, ss []Settlement) []error {
 	return errs
 }
 
+// AdmitAfter settles ss, then admits req.
+func (l *Local) AdmitAfter(ctx context.Context, ss []Settlement, req Request) (Decision, []error, error) {
+	errs := l.SettleAll(ctx, ss)
+	d, err := l.Admit(ctx, req)
+	return d, errs, err
+}
+
 // Settle replaces the request's hold with its real cost and frees its concurrency
 // slots, like the Redis SETTLE script; a replay changes nothing.
 func (l *Local) Settle(_ context.Context, s Settlement) (SettleResult, error) {

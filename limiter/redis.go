@@ -259,13 +259,36 @@ func (r *Redis) Stats() Stats {
 // ReasonUnavailable and an error wrapping the cause. An invalid request is an error,
 // never admitted.
 func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
+	d, _, err := r.admit(ctx, nil, req)
+	return d, err
+}
+
+// AdmitAfter settles ss and admits req in one round trip: a pipeline of their
+// SETTLEs and the ADMIT on one connection, which Redis runs in that order. A
+// refusal answered without Redis settles ss on its own; an admission that never
+// reached Redis leaves them ErrSettleNotSent.
+func (r *Redis) AdmitAfter(ctx context.Context, ss []Settlement, req Request) (Decision, []error, error) {
+	return r.admit(ctx, ss, req)
+}
+
+func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decision, []error, error) {
+	notSent := func() []error {
+		if len(ss) == 0 {
+			return nil
+		}
+		errs := make([]error, len(ss))
+		for i := range errs {
+			errs[i] = ErrSettleNotSent
+		}
+		return errs
+	}
 	if err := req.validate(); err != nil {
-		return Decision{}, fmt.Errorf("limiter: admit: %w", err)
+		return Decision{}, notSent(), fmt.Errorf("limiter: admit: %w", err)
 	}
 	sent := r.clock()
 	if d, ok := r.refusals.get(&req, sent); ok {
 		r.cachedRefusals.Add(1)
-		return d, nil
+		return d, r.settleAll(ctx, ss), nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -275,18 +298,19 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			defer func() { <-r.calls }()
 		case <-callCtx.Done():
 			// Never sent: nothing to release.
-			return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: no call slot within the wait: %w", req.Team, req.Member, callCtx.Err()))
+			d, err := r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: no call slot within the wait: %w", req.Team, req.Member, callCtx.Err()))
+			return d, notSent(), err
 		}
 		// A refusal that came back while this request waited binds it too: in a
 		// burst past a rate limit, most of the queue is answered here.
 		sent = r.clock()
 		if d, ok := r.refusals.get(&req, sent); ok {
 			r.cachedRefusals.Add(1)
-			return d, nil
+			return d, r.settleAll(callCtx, ss), nil
 		}
 	}
 	before := r.seenOf(req.Team)
-	d, gen, err := r.admitCall(callCtx, &req)
+	d, gen, errs, err := r.admitCall(callCtx, ss, &req)
 	if err == nil && gen.epoch != 0 {
 		if gen.olderThan(before) {
 			// The team's hash went back in time: Redis was restored from an older
@@ -294,27 +318,31 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 			// be believed; rebuild them from the ledger (which also drops the hold
 			// this call just placed in them) and admit again.
 			if err := r.forgetGeneration(callCtx, req.Team, gen.epoch); err != nil {
-				return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: drop the team's stale counters: %w", req.Team, req.Member, err))
+				d, err := r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: drop the team's stale counters: %w", req.Team, req.Member, err))
+				return d, errs, err
 			}
-			return Decision{Reason: ReasonRebuild, BudgetRemaining: -1}, nil
+			return Decision{Reason: ReasonRebuild, BudgetRemaining: -1}, errs, nil
 		}
 		r.noteSeen(req.Team, gen, d.Allowed)
 	}
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "HOLDEXISTS") {
 			// The script refused the request id itself: not an outage.
-			return Decision{BudgetRemaining: -1}, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
+			return Decision{BudgetRemaining: -1}, errs, fmt.Errorf("limiter: admit %s/%s %s: %w", req.Team, req.Member, req.RequestID, ErrHoldExists)
 		}
 		if mayHaveRun(err) {
 			r.releaseLate(req.Team, req.Member, req.RequestID)
 		}
-		return r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
+		d, err := r.degrade(ctx, req, fmt.Errorf("limiter: admit %s/%s: %w", req.Team, req.Member, err))
+		return d, errs, err
 	}
 	r.refusals.put(&req, d, sent)
-	return d, nil
+	return d, errs, nil
 }
 
-func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, generation, error) {
+// admitCall runs ADMIT, after ss's SETTLEs in the same pipeline when there are
+// any, and returns the settles' errors.
+func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (Decision, generation, []error, error) {
 	a := admitCall{keys: make([]string, 1, 6), spec: make([]byte, 0, 10), nums: make([]byte, 8, 8*16),
 		args: make([]any, 8, 20)}
 	kb := &a.kb
@@ -339,11 +367,26 @@ func (r *Redis) admitCall(ctx context.Context, req *Request) (Decision, generati
 	}
 	a.args[0], a.args[1], a.args[2], a.args[3], a.args[4], a.args[5] =
 		r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums, meta
-	v, err := r.run(ctx, admitScript, a.keys, a.args...).Result()
-	if err != nil {
-		return Decision{}, generation{}, err
+	var errs []error
+	var cmd *redis.Cmd
+	if len(ss) == 0 {
+		cmd = r.run(ctx, admitScript, a.keys, a.args...)
+	} else {
+		pipe := r.client.Pipeline()
+		settles := r.queueSettles(ctx, pipe, ss)
+		cmd = admitScript.EvalSha(ctx, pipe, a.keys, a.args...)
+		_, _ = pipe.Exec(ctx)
+		errs = r.settleResults(ctx, ss, settles)
+		if notRun(cmd.Err()) {
+			cmd = r.run(ctx, admitScript, a.keys, a.args...)
+		}
 	}
-	return parseAdmit(v)
+	v, err := cmd.Result()
+	if err != nil {
+		return Decision{}, generation{}, errs, err
+	}
+	d, gen, err := parseAdmit(v)
+	return d, gen, errs, err
 }
 
 // admitCall builds ADMIT's KEYS and ARGV: the keys, the spec and the numbers, and the
@@ -688,26 +731,49 @@ func parseSettle(cmd *redis.Cmd) (SettleResult, error) {
 // applied or was a replay. A SETTLE is idempotent per request id, so a failed
 // one may be sent again.
 func (r *Redis) SettleAll(ctx context.Context, ss []Settlement) []error {
-	errs := make([]error, len(ss))
-	cmds := make([]*redis.Cmd, len(ss))
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	return r.settleAll(ctx, ss)
+}
+
+// settleAll is SettleAll on ctx, which bounds it.
+func (r *Redis) settleAll(ctx context.Context, ss []Settlement) []error {
+	if len(ss) == 0 {
+		return nil
+	}
 	pipe := r.client.Pipeline()
+	cmds := r.queueSettles(ctx, pipe, ss)
+	_, _ = pipe.Exec(ctx)
+	return r.settleResults(ctx, ss, cmds)
+}
+
+// queueSettles adds the SETTLE of each valid s to pipe; an invalid one gets no
+// command (nil).
+func (r *Redis) queueSettles(ctx context.Context, pipe redis.Pipeliner, ss []Settlement) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(ss))
 	for i := range ss {
-		if errs[i] = ss[i].validate(); errs[i] != nil {
+		if ss[i].validate() != nil {
 			continue
 		}
 		r.fallback.releaseSlots(ss[i].Team, ss[i].Member, ss[i].RequestID)
 		keys, args := r.settleCall(ss[i])
 		cmds[i] = settleScript.EvalSha(ctx, pipe, keys, args...)
 	}
-	_, _ = pipe.Exec(ctx)
+	return cmds
+}
+
+// settleResults reads the replies of queueSettles's commands once their
+// pipeline ran, sending again on its own any SETTLE that Redis did not run.
+func (r *Redis) settleResults(ctx context.Context, ss []Settlement, cmds []*redis.Cmd) []error {
+	errs := make([]error, len(ss))
 	for i, cmd := range cmds {
 		if cmd == nil {
+			errs[i] = fmt.Errorf("limiter: settle: %w", ss[i].validate())
 			continue
 		}
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			// Not run: the script is not cached (a restarted Redis); Run loads it.
+		if notRun(cmd.Err()) {
+			// Not run: the script is not cached (a restarted Redis) or the slot
+			// moved; Run loads it and follows the redirection.
 			keys, args := r.settleCall(ss[i])
 			cmd = r.run(ctx, settleScript, keys, args...)
 		}

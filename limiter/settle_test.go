@@ -209,3 +209,64 @@ func TestSettleAllIsExact(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitAfterSettlesFirst: AdmitAfter runs the earlier request's settle
+// before it decides, so room the settle gives back is there for the admission,
+// and with Redis both go in one round trip.
+func TestAdmitAfterSettlesFirst(t *testing.T) {
+	t.Parallel()
+	_, ls := bothLimiters(t)
+	for name, l := range ls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := limiter.Policy{Budget: budget(10*dollar, limiter.PeriodMonthly)}
+			req := func() limiter.Request {
+				return limiter.Request{Team: "team", Member: "ada", RequestID: rid(), Hold: 6 * dollar, Lease: time.Minute, MemberPolicy: p}
+			}
+			first, second := req(), req()
+			d := admit(t, l, first)
+			// The first's hold of $6 leaves no room for another; it really cost $1.
+			s := limiter.Settlement{Team: "team", Member: "ada", RequestID: first.RequestID, Cost: dollar, Epoch: d.Epoch}
+			d, errs, err := l.AdmitAfter(context.Background(), []limiter.Settlement{s, {Team: "team"}}, second)
+			if err != nil || !d.Allowed || d.BudgetRemaining != 3*dollar {
+				t.Fatalf("after the settle: %+v, %v; want admitted with $3 left", d, err)
+			}
+			if len(errs) != 2 || errs[0] != nil || errs[1] == nil {
+				t.Fatalf("settle errors %v, want the valid one applied and the invalid one refused", errs)
+			}
+			if r := settle(t, l, s); r.Applied {
+				t.Fatalf("the settle was not applied by AdmitAfter: %+v", r)
+			}
+		})
+	}
+	t.Run("one round trip", func(t *testing.T) {
+		t.Parallel()
+		client := redistest.Client(t)
+		trips := &roundTrips{}
+		client.AddHook(trips)
+		l := limiter.NewRedis(client, limiter.RedisOptions{Prefix: redistest.Prefix(t), Timeout: testTimeout})
+		rebuildEmpty(t, l, "team", nil)
+		r := budgetRequest()
+		r.RequestID = rid()
+		d := admit(t, l, r)
+		prev := limiter.Settlement{Team: r.Team, Member: r.Member, RequestID: r.RequestID, Cost: 1, Epoch: d.Epoch}
+		if err := release(context.Background(), l, r.Team, r.Member, "warm-up"); err != nil {
+			t.Fatal(err) // SETTLE is cached in Redis from here on
+		}
+		const n = 20
+		for i := range n + 1 {
+			if i == 1 {
+				trips.n.Store(0) // past the dial of the pipeline's connection
+			}
+			r.RequestID = rid()
+			d, errs, err := l.AdmitAfter(context.Background(), []limiter.Settlement{prev}, r)
+			if err != nil || !d.Allowed || errs[0] != nil {
+				t.Fatalf("%+v %v %v", d, errs, err)
+			}
+			prev = limiter.Settlement{Team: r.Team, Member: r.Member, RequestID: r.RequestID, Cost: 1, Epoch: d.Epoch}
+		}
+		if got := trips.n.Load(); got != n {
+			t.Fatalf("%d round trips for %d settle+admit, want %d", got, n, n)
+		}
+	})
+}
