@@ -20,7 +20,7 @@ const (
 )
 
 // memberSettleWait bounds how long a member's paid admission waits for the
-// member's earlier settles (settles.waitMember). Longer waits showed up as
+// member's earlier settles (settles.claim). Longer waits showed up as
 // admissions over 100 ms for a member with many streams at 1000 req/s.
 const memberSettleWait = 25 * time.Millisecond
 
@@ -40,13 +40,22 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		Hold:         t.meter.hold,
 		Tokens:       t.meter.tokens,
 	}
+	var earlier []*settleJob
 	if req.Hold > 0 || req.Tokens > 0 {
 		req.Meta = holdMeta(t)
 		// Settles normally land within a millisecond; a Redis too slow for that
 		// leaves the earlier holds in place, which this admission counts.
-		g.settles.waitMember(r.Context(), req.Team, req.Member, memberSettleWait)
+		earlier = g.settles.claim(r.Context(), req.Team, req.Member, memberSettleWait)
 	}
-	dec, err := g.opts.Limiter.Admit(r.Context(), req)
+	var dec limiter.Decision
+	var err error
+	if len(earlier) > 0 {
+		var errs []error
+		dec, errs, err = g.opts.Limiter.AdmitAfter(r.Context(), settlements(earlier), req)
+		g.settles.finish(earlier, errs)
+	} else {
+		dec, err = g.opts.Limiter.Admit(r.Context(), req)
+	}
 	if err == nil && dec.Reason == limiter.ReasonRebuild {
 		if err = g.rebuild(r.Context(), t.key.TeamID); err == nil {
 			dec, err = g.opts.Limiter.Admit(r.Context(), req)

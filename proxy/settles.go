@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,24 +19,30 @@ import (
 // the gateway saw it; only a replica that dies with settles still queued
 // leaves holds to be charged in full when their leases end.
 //
-// Jobs wait in a bounded queue for a few workers, each of which takes what has
-// queued up (up to settleBatch) and settles it in one round trip. When the
-// queue is full the request settles inline, which slows that request rather
-// than forgetting its settle.
+// A settle lingers briefly before a worker takes it, so that the member's next
+// paid admission usually takes it instead (claim) and sends it in the same
+// round trip as its ADMIT, ahead of it (limiter.AdmitAfter): the member is then
+// admitted against what its last request really cost, for no extra round
+// trip. Workers take what has queued up (up to settleBatch) and settle it in
+// one round trip. When the queue is full the request settles inline, which
+// slows that request rather than forgetting its settle.
 type settles struct {
 	lim   limiter.Limiter
 	log   *slog.Logger
-	queue chan settleJob
+	queue chan *settleJob
 	// backoff is the wait before each retry; a settle still failing after the
 	// last is abandoned (its hold is charged in full when its lease ends).
 	backoff []time.Duration
+	linger  time.Duration // settleLinger; tests change it
+	// hurry is closed by drain: a replica shutting down lingers no more.
+	hurry     chan struct{}
+	hurryOnce sync.Once
 
 	workers atomic.Int32
 	pending sync.WaitGroup // jobs queued, being settled or waiting to retry
 
-	// byMember counts the settles of each member with some not yet done, so
-	// that the member's next paid admission on this replica can wait for them
-	// (waitMember).
+	// byMember holds each member's settles not yet done, so that the member's
+	// next paid admission on this replica can take them or wait for them.
 	mu       sync.Mutex
 	byMember map[memberRef]*memberSettles
 
@@ -43,11 +51,11 @@ type settles struct {
 
 type memberRef struct{ team, member string }
 
-// memberSettles counts one member's settles: added and done so far, and a
+// memberSettles is one member's settles not yet done, in the order added, and a
 // channel closed (and replaced) each time one is done.
 type memberSettles struct {
-	added, done int
-	progress    chan struct{}
+	jobs     []*settleJob
+	progress chan struct{}
 }
 
 type settleJob struct {
@@ -55,13 +63,21 @@ type settleJob struct {
 	// trace to the settle's span.
 	ctx     context.Context
 	s       limiter.Settlement
-	attempt int // retries so far
+	attempt int       // retries so far
+	due     time.Time // when a worker takes it
+	// taken is set by the worker or admission that sends it, and cleared when
+	// it goes back to the queue.
+	taken atomic.Bool
+	done  bool // under settles.mu
 }
 
 const (
 	settleQueueDepth = 8192
 	settleWorkers    = 4
 	settleBatch      = 64
+	// settleLinger is how long a settle waits for its member's next admission to
+	// take it before a worker does: about one request's time at 1000 req/s.
+	settleLinger = 2 * time.Millisecond
 	// settleWorkerIdle is how long a worker waits for work before it exits.
 	settleWorkerIdle = time.Second
 )
@@ -72,13 +88,14 @@ var settleBackoff = []time.Duration{50 * time.Millisecond, 250 * time.Millisecon
 	10 * time.Second, 15 * time.Second, 30 * time.Second}
 
 func newSettles(lim limiter.Limiter, log *slog.Logger) *settles {
-	return &settles{lim: lim, log: log, queue: make(chan settleJob, settleQueueDepth), backoff: settleBackoff,
-		byMember: map[memberRef]*memberSettles{}}
+	return &settles{lim: lim, log: log, queue: make(chan *settleJob, settleQueueDepth), backoff: settleBackoff,
+		linger: settleLinger, hurry: make(chan struct{}), byMember: map[memberRef]*memberSettles{}}
 }
 
 // add settles s after the caller returns, or now if the queue is full.
 func (q *settles) add(ctx context.Context, s limiter.Settlement) {
 	q.pending.Add(1)
+	j := &settleJob{ctx: ctx, s: s, due: time.Now().Add(q.linger)}
 	ref := memberRef{s.Team, s.Member}
 	q.mu.Lock()
 	m := q.byMember[ref]
@@ -86,15 +103,27 @@ func (q *settles) add(ctx context.Context, s limiter.Settlement) {
 		m = &memberSettles{progress: make(chan struct{})}
 		q.byMember[ref] = m
 	}
-	m.added++
+	m.jobs = append(m.jobs, j)
 	q.mu.Unlock()
+	q.enqueue(j)
+}
+
+// enqueue puts j in the queue for a worker, or settles it now when the queue is full.
+func (q *settles) enqueue(j *settleJob) {
 	select {
-	case q.queue <- settleJob{ctx: ctx, s: s}:
+	case q.queue <- j:
 		q.spawn()
 	default:
-		q.inline.Add(1)
-		q.settle([]settleJob{{ctx: ctx, s: s}})
+		if q.take(j) {
+			q.inline.Add(1)
+			q.settle([]*settleJob{j})
+		}
 	}
+}
+
+// take claims j for the caller to send, unless another took it first.
+func (q *settles) take(j *settleJob) bool {
+	return j.taken.CompareAndSwap(false, true)
 }
 
 // spawn starts a worker unless enough run.
@@ -109,21 +138,36 @@ func (q *settles) spawn() {
 func (q *settles) work() {
 	idle := time.NewTimer(settleWorkerIdle)
 	defer idle.Stop()
-	batch := make([]settleJob, 0, settleBatch)
+	batch := make([]*settleJob, 0, settleBatch)
 	for {
 		select {
 		case j := <-q.queue:
-			batch = append(batch[:0], j)
+			if wait := time.Until(j.due); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-q.hurry:
+				}
+				t.Stop()
+			}
+			batch = batch[:0]
+			if q.take(j) {
+				batch = append(batch, j)
+			}
 		drain:
 			for len(batch) < settleBatch {
 				select {
 				case j := <-q.queue:
-					batch = append(batch, j)
+					if q.take(j) {
+						batch = append(batch, j)
+					}
 				default:
 					break drain
 				}
 			}
-			q.settle(batch)
+			if len(batch) > 0 {
+				q.settle(batch)
+			}
 			idle.Reset(settleWorkerIdle)
 		case <-idle.C:
 			q.workers.Add(-1)
@@ -137,47 +181,61 @@ func (q *settles) work() {
 }
 
 // settle runs one batch and schedules a retry for each settle that failed.
-func (q *settles) settle(batch []settleJob) {
-	var errs []error
+func (q *settles) settle(batch []*settleJob) {
 	if len(batch) == 1 {
 		// One call keeps the settle's span a child of its request's trace.
 		_, err := q.lim.Settle(batch[0].ctx, batch[0].s)
-		errs = []error{err}
-	} else {
-		ss := make([]limiter.Settlement, len(batch))
-		for i, j := range batch {
-			ss[i] = j.s
-		}
-		errs = q.lim.SettleAll(context.Background(), ss)
+		q.finish(batch, []error{err})
+		return
 	}
-	for i, err := range errs {
-		j := batch[i]
-		if err == nil {
+	q.finish(batch, q.lim.SettleAll(context.Background(), settlements(batch)))
+}
+
+func settlements(jobs []*settleJob) []limiter.Settlement {
+	ss := make([]limiter.Settlement, len(jobs))
+	for i, j := range jobs {
+		ss[i] = j.s
+	}
+	return ss
+}
+
+// finish records what became of jobs that were sent (errs[i] is jobs[i]'s),
+// and schedules a retry for each that failed.
+func (q *settles) finish(jobs []*settleJob, errs []error) {
+	for i, j := range jobs {
+		err := errs[i]
+		switch {
+		case err == nil:
 			q.done(j)
-			continue
-		}
-		if j.attempt == len(q.backoff) {
+		case errors.Is(err, limiter.ErrSettleNotSent):
+			j.due = time.Time{}
+			q.requeue(j)
+		case j.attempt == len(q.backoff):
 			q.abandoned.Add(1)
 			q.log.LogAttrs(j.ctx, slog.LevelError, SettleFailedMsg, slog.String("request_id", j.s.RequestID),
 				slog.Int("attempts", j.attempt+1), slog.Any("err", err))
 			q.done(j)
-			continue
+		default:
+			q.retried.Add(1)
+			wait := q.backoff[j.attempt]
+			j.attempt++
+			j.due = time.Time{}
+			time.AfterFunc(wait, func() { q.requeue(j) })
 		}
-		q.retried.Add(1)
-		wait := q.backoff[j.attempt]
-		j.attempt++
-		time.AfterFunc(wait, func() { q.requeue(j) })
 	}
 }
 
-func (q *settles) done(j settleJob) {
+func (q *settles) done(j *settleJob) {
 	ref := memberRef{j.s.Team, j.s.Member}
 	q.mu.Lock()
+	j.done = true
 	if m := q.byMember[ref]; m != nil {
-		m.done++
+		if i := slices.Index(m.jobs, j); i >= 0 {
+			m.jobs = slices.Delete(m.jobs, i, i+1)
+		}
 		close(m.progress)
 		m.progress = make(chan struct{})
-		if m.done == m.added {
+		if len(m.jobs) == 0 {
 			delete(q.byMember, ref)
 		}
 	}
@@ -185,57 +243,65 @@ func (q *settles) done(j settleJob) {
 	q.pending.Done()
 }
 
-// waitMember waits, at most max, until as many of the member's settles are
-// done on this replica as had been queued when it was called. A paid
-// admission calls it first, so that a member sending one request after another
-// is admitted against what the last one really cost, not its hold: that keeps
-// the overspend bound at one request's under-estimate for a member calling one
-// at a time. It never waits for settles queued after it (a member with many
-// requests in flight would wait for ever), and settles still failing past max
-// keep their holds, which the admission counts.
-func (q *settles) waitMember(ctx context.Context, team, member string, max time.Duration) {
+// claim takes the member's settles that nobody has sent yet, for the caller to
+// send ahead of the member's admission, and waits, at most max, for those that
+// others are sending (a worker, another admission, a retry's backoff). A paid
+// admission calls it first, so that a member sending one request after
+// another is admitted against what the last one really cost, not its hold:
+// that keeps the overspend bound at one request's under-estimate for a member
+// calling one at a time. It never waits for settles added after it (a member
+// with many requests in flight would wait for ever), and settles still failing
+// past max keep their holds, which the admission counts.
+func (q *settles) claim(ctx context.Context, team, member string, max time.Duration) []*settleJob {
 	ref := memberRef{team, member}
 	q.mu.Lock()
 	m := q.byMember[ref]
 	if m == nil {
 		q.mu.Unlock()
-		return
+		return nil
 	}
-	target := m.added
+	var mine, others []*settleJob
+	for _, j := range m.jobs {
+		if q.take(j) {
+			mine = append(mine, j)
+		} else {
+			others = append(others, j)
+		}
+	}
 	q.mu.Unlock()
+	if len(others) == 0 {
+		return mine
+	}
 	t := time.NewTimer(max)
 	defer t.Stop()
 	for {
 		q.mu.Lock()
-		if q.byMember[ref] != m || m.done >= target {
-			q.mu.Unlock()
-			return
-		}
+		others = slices.DeleteFunc(others, func(j *settleJob) bool { return j.done })
 		progress := m.progress
 		q.mu.Unlock()
+		if len(others) == 0 {
+			return mine
+		}
 		select {
 		case <-progress:
 		case <-t.C:
-			return
+			return mine
 		case <-ctx.Done():
-			return
+			return mine
 		}
 	}
 }
 
 // requeue puts a job to retry back in the queue, or settles it on the timer's
 // goroutine when the queue is full.
-func (q *settles) requeue(j settleJob) {
-	select {
-	case q.queue <- j:
-		q.spawn()
-	default:
-		q.settle([]settleJob{j})
-	}
+func (q *settles) requeue(j *settleJob) {
+	j.taken.Store(false)
+	q.enqueue(j)
 }
 
 // drain waits until every settle added so far is done or abandoned, or ctx ends.
 func (q *settles) drain(ctx context.Context) error {
+	q.hurryOnce.Do(func() { close(q.hurry) })
 	done := make(chan struct{})
 	go func() { q.pending.Wait(); close(done) }()
 	select {
@@ -254,10 +320,25 @@ type SettleStats struct {
 	Inline    uint64 // settles run on the request because the queue was full
 }
 
+// queued counts the settles that nobody has taken to send.
+func (q *settles) queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, m := range q.byMember {
+		for _, j := range m.jobs {
+			if !j.taken.Load() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // SettleStats reports the settle queue's counts.
 func (g *Gateway) SettleStats() SettleStats {
 	q := g.settles
-	return SettleStats{Queued: len(q.queue), Retried: q.retried.Load(), Abandoned: q.abandoned.Load(), Inline: q.inline.Load()}
+	return SettleStats{Queued: q.queued(), Retried: q.retried.Load(), Abandoned: q.abandoned.Load(), Inline: q.inline.Load()}
 }
 
 // DrainSettles waits until every settle queued or waiting to retry is done, or

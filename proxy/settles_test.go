@@ -27,6 +27,7 @@ type gatedLimiter struct {
 	open     chan struct{}
 	failures atomic.Int32
 	settles  atomic.Int32 // settles that reached Redis
+	carried  atomic.Int32 // of which sent ahead of an admission
 }
 
 var errInjected = errors.New("injected settle failure")
@@ -46,6 +47,22 @@ func (l *gatedLimiter) SettleAll(ctx context.Context, ss []limiter.Settlement) [
 		_, errs[i] = l.Settle(ctx, s)
 	}
 	return errs
+}
+
+// AdmitAfter sends ss only once the gate is open; before, it leaves them to the queue.
+func (l *gatedLimiter) AdmitAfter(ctx context.Context, ss []limiter.Settlement, req limiter.Request) (limiter.Decision, []error, error) {
+	errs := make([]error, len(ss))
+	select {
+	case <-l.open:
+		errs = l.SettleAll(ctx, ss)
+		l.carried.Add(int32(len(ss)))
+	default:
+		for i := range errs {
+			errs[i] = limiter.ErrSettleNotSent
+		}
+	}
+	d, err := l.Limiter.Admit(ctx, req)
+	return d, errs, err
 }
 
 // paidGateway serves one member with a $1 total budget on a paid Anthropic
@@ -224,21 +241,25 @@ func (l stepLimiter) Settle(ctx context.Context, s limiter.Settlement) (limiter.
 	return l.Limiter.Settle(ctx, s)
 }
 
-// TestWaitMemberWaitsForEarlierSettlesOnly: a member's admission waits for the
-// settles queued before it, and not for one queued after it (a member with
-// requests in flight all the time would otherwise wait for ever).
-func TestWaitMemberWaitsForEarlierSettlesOnly(t *testing.T) {
+// TestClaimWaitsForEarlierSettlesOnly: a member's admission waits for the
+// settles others were sending when it came, and not for one added after it (a
+// member with requests in flight all the time would otherwise wait for ever).
+func TestClaimWaitsForEarlierSettlesOnly(t *testing.T) {
 	t.Parallel()
 	lim := stepLimiter{Limiter: limiter.NewLocal(nil), release: map[string]chan struct{}{"first": make(chan struct{}), "second": make(chan struct{})}}
 	q := newSettles(lim, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	q.add(ctx, limiter.Settlement{Team: "1", Member: "7", RequestID: "first"})
-	time.Sleep(50 * time.Millisecond) // a worker takes it alone
-	waited := make(chan time.Duration)
+	time.Sleep(50 * time.Millisecond) // past the linger: a worker takes it alone
+	type claimed struct {
+		jobs []*settleJob
+		took time.Duration
+	}
+	waited := make(chan claimed)
 	go func() {
 		start := time.Now()
-		q.waitMember(ctx, "1", "7", 10*time.Second)
-		waited <- time.Since(start)
+		jobs := q.claim(ctx, "1", "7", 10*time.Second)
+		waited <- claimed{jobs, time.Since(start)}
 	}()
 	time.Sleep(50 * time.Millisecond)
 	q.add(ctx, limiter.Settlement{Team: "1", Member: "7", RequestID: "second"})
@@ -249,9 +270,9 @@ func TestWaitMemberWaitsForEarlierSettlesOnly(t *testing.T) {
 	}
 	close(lim.release["first"])
 	select {
-	case d := <-waited:
-		if d > 5*time.Second {
-			t.Fatalf("waited %s", d)
+	case c := <-waited:
+		if c.took > 5*time.Second || len(c.jobs) != 0 {
+			t.Fatalf("waited %s and took %d settles, want none: the worker was sending it", c.took, len(c.jobs))
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("still waiting once the earlier settle was done: it waited for the later one too")
@@ -262,8 +283,32 @@ func TestWaitMemberWaitsForEarlierSettlesOnly(t *testing.T) {
 	}
 	// Nothing queued: no wait at all.
 	start := time.Now()
-	q.waitMember(ctx, "1", "7", 10*time.Second)
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("waited %s with nothing queued", d)
+	if jobs := q.claim(ctx, "1", "7", 10*time.Second); len(jobs) != 0 || time.Since(start) > time.Second {
+		t.Fatalf("claimed %d and waited %s with nothing queued", len(jobs), time.Since(start))
 	}
+}
+
+// TestAdmissionCarriesTheMembersLastSettle: a member calling one request after
+// another has each earlier settle sent ahead of its next ADMIT in the same
+// round trip, not by a worker, and is charged exactly what each really cost.
+func TestAdmissionCarriesTheMembersLastSettle(t *testing.T) {
+	t.Parallel()
+	p := newPaidGateway(t)
+	p.g.settles.linger = time.Hour // no worker takes a settle before the next request
+	p.release()
+	const n = 5
+	for range n {
+		if status, _, body := p.call(t); status != http.StatusOK {
+			t.Fatalf("%d %s", status, body)
+		}
+	}
+	if got := p.lim.carried.Load(); got != n-1 {
+		t.Fatalf("%d settles rode with an admission, want %d", got, n-1)
+	}
+	// The last one is still lingering; DrainSettles sends it now.
+	p.drain(t)
+	if got := p.lim.settles.Load(); got != n {
+		t.Fatalf("%d settles reached Redis, want %d", got, n)
+	}
+	assertCharged(t, p, (n)*p.cost)
 }
