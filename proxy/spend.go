@@ -134,14 +134,14 @@ func setBody(r *http.Request, body []byte) {
 // reported, queues the limiter's SETTLE to run after the response (g.settles),
 // and records the ledger row. It runs detached from the request's context: a
 // client hanging up must not skip it.
-func (g *Gateway) settle(r *http.Request, t *target, dec limiter.Decision, o *Outcome) {
+func (g *Gateway) settle(r *http.Request, t *target, epoch int64, o *Outcome) {
 	// The ledger never blocks; the settle queue blocks only when it is full.
 	ctx := context.WithoutCancel(r.Context())
 	status, cost, tokens, used := t.outcome()
 	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
 	o.UpstreamError = t.failed
 	g.settles.add(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
-		Cost: cost, Tokens: tokens, Epoch: dec.Epoch})
+		Cost: cost, Tokens: tokens, Epoch: epoch})
 	if !t.meter.paid {
 		return
 	}
