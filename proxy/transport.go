@@ -49,6 +49,13 @@ func NewTransport(o TransportOptions) *http.Transport {
 		ResponseHeaderTimeout:  o.FirstByteTimeout,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: o.MaxResponseHeaderBytes,
+		// An HTTP/1 connection keeps both buffers for as long as it lives, a
+		// stream's whole life included. 2 KiB instead of 4 holds the headers of
+		// most requests and answers; a longer request body goes out in a second
+		// write either way, and reads of a body at least the buffer's size
+		// bypass it (the copy buffer is 4 KiB).
+		WriteBufferSize: 2 << 10,
+		ReadBufferSize:  2 << 10,
 	}
 }
 
@@ -119,13 +126,13 @@ func (b *watchedBody) Close() error {
 	return err
 }
 
-// copyBuffers hands ReverseProxy 8 KiB copy buffers instead of a fresh 32 KiB one
+// copyBuffers hands ReverseProxy 4 KiB copy buffers instead of a fresh 32 KiB one
 // per response: at 5,000 open streams the default buffers were half the heap
-// (loadtest memory scenario), and SSE events are far smaller than 8 KiB.
+// (loadtest memory scenario), and SSE events are far smaller than 4 KiB.
 type copyBuffers struct{ pool sync.Pool }
 
 func newCopyBuffers() *copyBuffers {
-	return &copyBuffers{pool: sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}}
+	return &copyBuffers{pool: sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}}
 }
 
 func (c *copyBuffers) Get() []byte  { return *c.pool.Get().(*[]byte) }
