@@ -78,6 +78,10 @@ const (
 	// settleLinger is how long a settle waits for its member's next admission to
 	// take it before a worker does: about one request's time at 1000 req/s.
 	settleLinger = 2 * time.Millisecond
+	// maxCarried bounds the settles one admission carries, so that a member
+	// whose many requests end at once (a burst's answers) does not put them all
+	// ahead of one ADMIT and inside its timeout; workers send the rest.
+	maxCarried = 4
 	// settleWorkerIdle is how long a worker waits for work before it exits.
 	settleWorkerIdle = time.Second
 )
@@ -243,9 +247,10 @@ func (q *settles) done(j *settleJob) {
 	q.pending.Done()
 }
 
-// claim takes the member's settles that nobody has sent yet, for the caller to
-// send ahead of the member's admission, and waits, at most max, for those that
-// others are sending (a worker, another admission, a retry's backoff). A paid
+// claim takes the member's settles that nobody has sent yet (at most
+// maxCarried, oldest first), for the caller to send ahead of the member's
+// admission, and waits, at most max, for those that others are sending (a
+// worker, another admission, a retry's backoff). A paid
 // admission calls it first, so that a member sending one request after
 // another is admitted against what the last one really cost, not its hold:
 // that keeps the overspend bound at one request's under-estimate for a member
@@ -262,9 +267,10 @@ func (q *settles) claim(ctx context.Context, team, member string, max time.Durat
 	}
 	var mine, others []*settleJob
 	for _, j := range m.jobs {
-		if q.take(j) {
+		switch {
+		case len(mine) < maxCarried && q.take(j):
 			mine = append(mine, j)
-		} else {
+		case j.taken.Load():
 			others = append(others, j)
 		}
 	}

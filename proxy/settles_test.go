@@ -312,3 +312,27 @@ func TestAdmissionCarriesTheMembersLastSettle(t *testing.T) {
 	}
 	assertCharged(t, p, (n)*p.cost)
 }
+
+// TestClaimCarriesAFewSettles: when many of a member's requests end at once,
+// one admission carries only a few of their settles; the rest are left to the
+// workers instead of riding inside one ADMIT's timeout.
+func TestClaimCarriesAFewSettles(t *testing.T) {
+	t.Parallel()
+	q := newSettles(limiter.NewLocal(nil), slog.New(slog.DiscardHandler))
+	q.linger = time.Hour
+	ctx := context.Background()
+	for i := range 10 {
+		q.add(ctx, limiter.Settlement{Team: "1", Member: "7", RequestID: "r" + strconv.Itoa(i)})
+	}
+	jobs := q.claim(ctx, "1", "7", 10*time.Second)
+	if len(jobs) != maxCarried || jobs[0].s.RequestID != "r0" {
+		t.Fatalf("claimed %d settles starting at %q, want the oldest %d", len(jobs), jobs[0].s.RequestID, maxCarried)
+	}
+	if n := q.queued(); n != 10-maxCarried {
+		t.Fatalf("%d left for the workers, want %d", n, 10-maxCarried)
+	}
+	q.finish(jobs, make([]error, len(jobs)))
+	if err := q.drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
