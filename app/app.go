@@ -67,6 +67,13 @@ type options struct {
 	tracerProvider trace.TracerProvider
 	resilience     proxy.ResilienceOptions
 	limiterNow     func() time.Time
+	now            func() time.Time
+}
+
+// WithClock replaces this replica's own clock (the request's start, its ledger
+// row's times): tests set it apart from the limiter's, as a skewed replica has it.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
 }
 
 // WithLimiterClock replaces the limiter's clock (Redis TIME): tests set it
@@ -165,6 +172,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		Lease:             cfg.ConcurrencyLease,
 		Ledger:            lw,
 		Rebuild:           a.teamState,
+		Now:               o.now,
 		MaxInflatedBytes:  offIsNegative(cfg.MaxInflatedBodyBytes),
 		Observers:         append(observers, a.live),
 		Resilience:        o.resilience,

@@ -47,3 +47,48 @@ func TestRebuildReadsPeriodsOnTheLimitersClock(t *testing.T) {
 		t.Fatalf("daily counter after the rebuild = %d µ$, want %d (7 µ$ of Redis's day plus this request's %d)", got, want, cost)
 	}
 }
+
+// TestSkewedReplicaClockAcrossMidnight: Redis (its TIME) is 2 minutes into the
+// next UTC day; this replica's own clock is 4 minutes behind it, still in the day
+// in which the member spent the whole daily budget. Admission charges Redis's
+// day, so the member is admitted; when Redis then loses the counters, the rebuild
+// sums Redis's day too, counting the request this replica admitted while its own
+// clock still said yesterday, and not yesterday's spend.
+func TestSkewedReplicaClockAcrossMidnight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const budget = 5000
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(budget), BudgetPeriod: "daily"})
+	start := time.Now()
+	redisStart := start.UTC().Truncate(24 * time.Hour).Add(24*time.Hour + 2*time.Minute)
+	redisNow := func() time.Time { return redisStart.Add(time.Since(start)) }
+	replicaNow := func() time.Time { return redisNow().Add(-4 * time.Minute) }
+	yesterday := redisStart.Add(-10 * time.Minute) // in the replica's current day, not Redis's
+	must(t, f.st.WriteLedger(context.Background(), []proxy.LedgerEntry{{TeamID: f.team.ID, MemberID: f.member.ID, KeyID: f.keyID,
+		Model: "claude-sonnet-4-5", RequestID: "yesterday", Status: proxy.LedgerSettled, CostMicros: budget, CreatedAt: yesterday, SettledAt: yesterday}}))
+
+	gw := f.replicaWith(t, nil, app.WithLimiterClock(redisNow), app.WithClock(replicaNow))
+	waitForBudget(t, gw, f)
+	call := func(what string) int64 {
+		t.Helper()
+		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s (yesterday's spend charged to today?)", what, r.status, r.body)
+		}
+		return ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)).CostMicros
+	}
+	first := call("admission on Redis's day, the replica's clock still in yesterday")
+	// Redis loses the team's counters: the next admission rebuilds them.
+	c := redistest.Client(t)
+	keys, err := c.Keys(context.Background(), f.redisPrefix+"*").Result()
+	must(t, err)
+	must(t, c.Del(context.Background(), keys...).Err())
+	second := call("the first admission after the loss")
+
+	lim := limiter.NewRedis(c, limiter.RedisOptions{Prefix: f.redisPrefix, Now: redisNow})
+	spent, _, err := lim.Spent(context.Background(), strconv.FormatInt(f.team.ID, 10), limiter.PeriodDaily)
+	must(t, err)
+	if got, want := spent[strconv.FormatInt(f.member.ID, 10)], first+second; got != want {
+		t.Fatalf("daily counter after the rebuild = %d µ$, want %d: the two requests of Redis's day (%d + %d)", got, want, first, second)
+	}
+}

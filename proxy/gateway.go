@@ -65,7 +65,8 @@ type Options struct {
 	UpstreamObservers []UpstreamObserver
 	// Transport carries upstream requests (default NewTransport(TransportOptions{})).
 	Transport http.RoundTripper
-	// Now is the clock for key expiry (default time.Now).
+	// Now is this replica's clock: key expiry, a request's start and its ledger
+	// row's times (default time.Now). Budget periods are read on the limiter's.
 	Now func() time.Time
 	// Limiter admits each request: revocation, cut-off, rate and concurrency, in
 	// one call (default an in-process limiter, right only for a single replica).
@@ -154,7 +155,8 @@ const RequestIDHeader = "X-Tollgate-Request-Id"
 // read it from the request context.
 type target struct {
 	requestID  string
-	start      time.Time
+	start      time.Time // on this replica's clock (Options.Now), for the ledger
+	began      time.Time // time.Now, for durations
 	key        Key
 	route      Route
 	rest       string // escaped path below the route prefix
@@ -290,7 +292,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 		refuse(dialect, "ledger_unavailable", &Error{Kind: KindUnavailable, Message: "the gateway cannot record spend right now; retry shortly"})
 		return nil, 0, nil
 	}
-	t := &target{requestID: requestID, start: time.Now().UTC(), key: key, route: route, rest: rest, meter: m}
+	t := &target{requestID: requestID, start: g.opts.Now().UTC(), began: time.Now(), key: key, route: route, rest: rest, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
 	o.BudgetRemaining = dec.BudgetRemaining
@@ -468,7 +470,7 @@ func (g *Gateway) missingCredential(route Route) string {
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	t := resp.Request.Context().Value(targetKey{}).(*target)
-	t.status, t.ttfb = resp.StatusCode, time.Since(t.start)
+	t.status, t.ttfb = resp.StatusCode, time.Since(t.began)
 	// An upstream that reflects request headers must not hand the credential
 	// back, nor may any upstream set cookies on the gateway's origin.
 	secret := injectedSecret(&t.route, t.credential)

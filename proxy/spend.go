@@ -148,7 +148,7 @@ func (g *Gateway) settle(r *http.Request, t *target, epoch int64, o *Outcome) {
 	e := t.ledgerEntry(status, cost)
 	e.Usage = used
 	e.HTTPStatus = t.status
-	e.SettledAt = time.Now().UTC()
+	e.SettledAt = g.opts.Now().UTC()
 	g.opts.Ledger.Record(e)
 }
 
@@ -221,7 +221,7 @@ func HoldMeta(memberID int64, keyID string, routeID int64, model string) string 
 // recordExpired writes the ledger rows of holds another replica left behind: they
 // were charged in full, so they are uncertain.
 func (g *Gateway) recordExpired(teamID int64, expired []limiter.ExpiredHold) {
-	now := time.Now().UTC()
+	now := g.opts.Now().UTC()
 	for _, h := range expired {
 		parts := strings.SplitN(h.Meta, "|", 4)
 		if len(parts) != 4 {

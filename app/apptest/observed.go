@@ -98,6 +98,7 @@ func (o *Observed) Admin(t testing.TB, path string) (int, string) {
 // (Postgres) that the test can take away and give back.
 type TCPProxy struct {
 	target string
+	addr   string // where it listens, across restarts
 	ln     net.Listener
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
@@ -111,14 +112,14 @@ func NewTCPProxy(t testing.TB, target string) *TCPProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &TCPProxy{target: target, ln: ln, conns: map[net.Conn]bool{}}
-	go p.accept()
+	p := &TCPProxy{target: target, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]bool{}}
+	go p.accept(ln)
 	t.Cleanup(p.Stop)
 	return p
 }
 
 // Addr is where the proxy listens.
-func (p *TCPProxy) Addr() string { return p.ln.Addr().String() }
+func (p *TCPProxy) Addr() string { return p.addr }
 
 // Via rewrites a URL's host to the proxy's address.
 func (p *TCPProxy) Via(rawURL string) string {
@@ -144,9 +145,25 @@ func (p *TCPProxy) Stop() {
 	}
 }
 
-func (p *TCPProxy) accept() {
+// Restart listens again on the same address after Stop: the target is back.
+func (p *TCPProxy) Restart(t testing.TB) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		return
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatalf("apptest: listen again on %s: %v", p.addr, err)
+	}
+	p.ln, p.closed, p.conns = ln, false, map[net.Conn]bool{}
+	go p.accept(ln)
+}
+
+func (p *TCPProxy) accept(ln net.Listener) {
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
