@@ -27,9 +27,11 @@ test: verify vet ## verify generated code, then go test -race -count=1 ./...
 screenshots: ## regenerate docs/dashboard.png and docs/member.png from the browser journey (needs chromium, Postgres, Redis)
 	SCREENSHOT_DIR=docs $(GO) test -count=1 -run '^TestBrowserJourney$$' ./app/console/
 
-generate: ## regenerate sqlc and templ output
+generate: ## regenerate sqlc and templ output, and the admin API's document and generated client
 	$(GO) tool sqlc generate
 	$(GO) tool templ generate -path views
+	$(GO) run ./app/api/apiclient/gendoc > app/api/apiclient/openapi.json
+	$(GO) tool oapi-codegen -config app/api/apiclient/config.yaml app/api/apiclient/openapi.json
 
 verify: ## fail if generated code is stale or code is not gofmt-clean
 	@$(GO) tool sqlc diff || { echo "generated sqlc code is stale: run make generate and commit"; exit 1; }
@@ -39,6 +41,14 @@ verify: ## fail if generated code is stale or code is not gofmt-clean
 	  for f in "$$tmp"/*_templ.go views/*_templ.go; do \
 	    cmp -s "$$tmp/$${f##*/}" "views/$${f##*/}" || { echo "generated templ code is stale ($${f##*/}): run make generate and commit"; exit 1; }; \
 	  done
+	@# The API client: the document as the server builds it, then oapi-codegen's client from it
+	@# (into the copy of the config with its output moved: -o does not override a config's output).
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(GO) run ./app/api/apiclient/gendoc > "$$tmp/openapi.json" && \
+	  { cmp -s "$$tmp/openapi.json" app/api/apiclient/openapi.json || { echo "app/api/apiclient/openapi.json is stale: run make generate and commit"; exit 1; }; } && \
+	  sed 's|^output:.*|output: '"$$tmp"'/client.gen.go|' app/api/apiclient/config.yaml > "$$tmp/config.yaml" && \
+	  $(GO) tool oapi-codegen -config "$$tmp/config.yaml" app/api/apiclient/openapi.json && \
+	  { cmp -s "$$tmp/client.gen.go" app/api/apiclient/client.gen.go || { echo "generated API client is stale: run make generate and commit"; exit 1; }; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 vet: ## go vet

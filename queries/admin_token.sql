@@ -1,6 +1,6 @@
 -- name: AdminTokenCreate :one
-INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at)
-VALUES (@id, @team_id, @name, @role, @secret_hash, @expires_at)
+INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at, created_by)
+VALUES (@id, @team_id, @name, @role, @secret_hash, @expires_at, @created_by)
 RETURNING *;
 
 -- name: AdminTokenGet :one

@@ -144,7 +144,8 @@ func TestEveryOperationHasAnAuthorizationDecision(t *testing.T) {
 }
 
 // TestUnknownPathsAreProblems: a path (or a method on a path) under /api/v1
-// that is no operation is a problem, not the gateway's provider-shaped 404.
+// that is no operation is a problem, not the gateway's provider-shaped 404
+// (nor HTML).
 func TestUnknownPathsAreProblems(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -152,5 +153,6 @@ func TestUnknownPathsAreProblems(t *testing.T) {
 	owner := e.token(&acme.ID, store.TokenRoleOwner)
 	e.call(owner, http.MethodGet, "/api/v1/nothing-here", nil).problem(t, http.StatusNotFound)
 	e.call("", http.MethodGet, "/api/v1", nil).problem(t, http.StatusNotFound)
-	e.call(owner, http.MethodPatch, "/api/v1/members", nil).problem(t, http.StatusNotFound)
+	// A known path with a method it does not take: 405 (TestWrongMethodIsMethodNotAllowed checks every path).
+	e.call(owner, http.MethodPatch, "/api/v1/members", nil).problem(t, http.StatusMethodNotAllowed)
 }

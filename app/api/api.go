@@ -16,6 +16,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -85,16 +87,64 @@ func config() huma.Config {
 // Mount registers every operation on r, and answers unknown paths under
 // /api/v1/ with a problem instead of the gateway's provider-shaped 404.
 func (a *API) Mount(r chi.Router) {
+	var doc *huma.OpenAPI
 	r.Group(func(r chi.Router) {
 		h := humachi.New(r, config())
 		h.UseMiddleware(a.authorize(), a.idempotent())
 		a.register(h)
+		doc = h.OpenAPI()
 	})
-	notFound := func(w http.ResponseWriter, _ *http.Request) {
+	// The catch-all also gets a known path asked with a method it does not
+	// serve (chi falls through to it): that is a 405 naming the methods
+	// the document gives the path, not a 404.
+	notFound := func(w http.ResponseWriter, r *http.Request) {
+		if allowed := allowedMethods(doc, r.URL.Path); len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeProblem(w, problem(http.StatusMethodNotAllowed, ProblemMethodNotAllowed,
+				r.Method+" is not an operation of this path; it takes "+strings.Join(allowed, ", ")))
+			return
+		}
 		writeProblem(w, problem(http.StatusNotFound, ProblemNotFound, "no such operation; see "+Prefix+"/openapi.json"))
 	}
 	r.HandleFunc(Prefix, notFound)
 	r.HandleFunc(Prefix+"/*", notFound)
+}
+
+// allowedMethods are the methods the document gives the paths that path
+// matches (a {param} matches any one non-empty segment), sorted.
+func allowedMethods(doc *huma.OpenAPI, path string) []string {
+	var allowed []string
+	for pattern, item := range doc.Paths {
+		if !matchesPattern(pattern, path) {
+			continue
+		}
+		for method, op := range map[string]*huma.Operation{http.MethodGet: item.Get, http.MethodPut: item.Put,
+			http.MethodPost: item.Post, http.MethodDelete: item.Delete, http.MethodPatch: item.Patch,
+			http.MethodHead: item.Head, http.MethodOptions: item.Options, http.MethodTrace: item.Trace} {
+			if op != nil && !slices.Contains(allowed, method) {
+				allowed = append(allowed, method)
+			}
+		}
+	}
+	slices.Sort(allowed)
+	return allowed
+}
+
+func matchesPattern(pattern, path string) bool {
+	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i, seg := range want {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			if got[i] == "" {
+				return false
+			}
+		} else if seg != got[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Access is who may call an operation, declared with it.

@@ -107,3 +107,45 @@ func TestProblemsFollowTheDocument(t *testing.T) {
 		map[string]any{"rate_algorithm": "leaky"}).problem(t, http.StatusUnprocessableEntity)
 	e.call(owner, http.MethodGet, "/api/v1/usage?cursor=%21%21", nil).problem(t, http.StatusUnprocessableEntity)
 }
+
+// TestWrongMethodIsMethodNotAllowed walks the document: every documented path
+// asked with a method the document does not give it answers a 405 problem
+// whose Allow header lists exactly the documented methods, with or without a
+// token (like a 404, it reveals nothing the document does not).
+func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	acme := e.team("acme")
+	f := e.fixture(acme, "ada@acme.test")
+	owner := e.token(&acme.ID, store.TokenRoleOwner)
+	checked := 0
+	for pattern, item := range e.doc.Paths.Map() {
+		var documented []string
+		for method := range item.Operations() {
+			documented = append(documented, method)
+		}
+		slices.Sort(documented)
+		path := f.path(pattern)
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if slices.Contains(documented, method) {
+				continue
+			}
+			for _, token := range []string{owner, ""} {
+				r := e.call(token, method, path, nil)
+				p := r.problem(t, http.StatusMethodNotAllowed)
+				if p.Type != "urn:tollgate:problem:method-not-allowed" {
+					t.Errorf("%s %s: problem type %q", method, pattern, p.Type)
+				}
+				if got, want := r.header.Get("Allow"), strings.Join(documented, ", "); got != want {
+					t.Errorf("%s %s: Allow %q, want %q", method, pattern, got, want)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no documented path lacks a method: nothing was checked")
+	}
+	// An unknown path stays a 404.
+	e.call(owner, http.MethodDelete, "/api/v1/no-such-thing", nil).problem(t, http.StatusNotFound)
+}

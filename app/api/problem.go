@@ -21,6 +21,7 @@ const (
 	ProblemUnauthenticated   = problemBase + "unauthenticated"          // 401: no, malformed, unknown, revoked or expired token
 	ProblemForbidden         = problemBase + "forbidden"                // 403: a read token on a write, a team token on a deployment operation
 	ProblemNotFound          = problemBase + "not-found"                // 404: no such thing in the token's team, or no such operation
+	ProblemMethodNotAllowed  = problemBase + "method-not-allowed"       // 405: a known path asked with a method it does not take
 	ProblemConflict          = problemBase + "conflict"                 // 409: it already exists
 	ProblemStale             = problemBase + "stale-state"              // 409: already rotated, revoked, ...; often a concurrent call won
 	ProblemIdempotencyBusy   = problemBase + "idempotency-in-flight"    // 409: the first request with the key is still running

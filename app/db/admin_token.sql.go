@@ -11,9 +11,9 @@ import (
 )
 
 const adminTokenCreate = `-- name: AdminTokenCreate :one
-INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at
+INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by
 `
 
 type AdminTokenCreateParams struct {
@@ -23,6 +23,7 @@ type AdminTokenCreateParams struct {
 	Role       string
 	SecretHash []byte
 	ExpiresAt  time.Time
+	CreatedBy  string
 }
 
 func (q *Queries) AdminTokenCreate(ctx context.Context, db DBTX, arg AdminTokenCreateParams) (AdminToken, error) {
@@ -33,6 +34,7 @@ func (q *Queries) AdminTokenCreate(ctx context.Context, db DBTX, arg AdminTokenC
 		arg.Role,
 		arg.SecretHash,
 		arg.ExpiresAt,
+		arg.CreatedBy,
 	)
 	var i AdminToken
 	err := row.Scan(
@@ -45,12 +47,13 @@ func (q *Queries) AdminTokenCreate(ctx context.Context, db DBTX, arg AdminTokenC
 		&i.ExpiresAt,
 		&i.RevokedAt,
 		&i.LastUsedAt,
+		&i.CreatedBy,
 	)
 	return i, err
 }
 
 const adminTokenGet = `-- name: AdminTokenGet :one
-SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at FROM admin_token WHERE id = $1
+SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by FROM admin_token WHERE id = $1
 `
 
 func (q *Queries) AdminTokenGet(ctx context.Context, db DBTX, id string) (AdminToken, error) {
@@ -66,12 +69,13 @@ func (q *Queries) AdminTokenGet(ctx context.Context, db DBTX, id string) (AdminT
 		&i.ExpiresAt,
 		&i.RevokedAt,
 		&i.LastUsedAt,
+		&i.CreatedBy,
 	)
 	return i, err
 }
 
 const adminTokenList = `-- name: AdminTokenList :many
-SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at FROM admin_token
+SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by FROM admin_token
 WHERE team_id IS NOT DISTINCT FROM $1::bigint
 ORDER BY created_at, id
 `
@@ -96,6 +100,7 @@ func (q *Queries) AdminTokenList(ctx context.Context, db DBTX, teamID *int64) ([
 			&i.ExpiresAt,
 			&i.RevokedAt,
 			&i.LastUsedAt,
+			&i.CreatedBy,
 		); err != nil {
 			return nil, err
 		}
@@ -110,7 +115,7 @@ func (q *Queries) AdminTokenList(ctx context.Context, db DBTX, teamID *int64) ([
 const adminTokenRevoke = `-- name: AdminTokenRevoke :one
 UPDATE admin_token SET revoked_at = now()
 WHERE id = $1 AND team_id IS NOT DISTINCT FROM $2::bigint AND revoked_at IS NULL
-RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at
+RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by
 `
 
 type AdminTokenRevokeParams struct {
@@ -131,6 +136,7 @@ func (q *Queries) AdminTokenRevoke(ctx context.Context, db DBTX, arg AdminTokenR
 		&i.ExpiresAt,
 		&i.RevokedAt,
 		&i.LastUsedAt,
+		&i.CreatedBy,
 	)
 	return i, err
 }

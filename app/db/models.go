@@ -20,6 +20,7 @@ type AdminToken struct {
 	ExpiresAt  time.Time
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time
+	CreatedBy  string
 }
 
 type ApiIdempotency struct {

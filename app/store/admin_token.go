@@ -34,6 +34,8 @@ type AdminToken struct {
 	ExpiresAt  time.Time  `json:"expires_at"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// CreatedBy is the actor that made the token, as the audit log names it.
+	CreatedBy string `json:"created_by"`
 }
 
 // Deployment reports whether t belongs to the deployment rather than a team.
@@ -70,7 +72,7 @@ type AdminTokenSpec struct {
 
 func adminTokenFrom(r db.AdminToken) AdminToken {
 	return AdminToken{ID: r.ID, TeamID: r.TeamID, Name: r.Name, Role: r.Role, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-		RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
+		RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt, CreatedBy: r.CreatedBy}
 }
 
 // CreateAdminToken issues an admin token.
@@ -91,7 +93,7 @@ func (s *Store) CreateAdminToken(ctx context.Context, actor Actor, spec AdminTok
 	var issued IssuedAdminToken
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.AdminTokenCreate(ctx, tx, db.AdminTokenCreateParams{ID: g.ID, TeamID: spec.TeamID, Name: spec.Name,
-			Role: spec.Role, SecretHash: g.SecretHash[:], ExpiresAt: time.Now().Add(spec.Lifetime)})
+			Role: spec.Role, SecretHash: g.SecretHash[:], ExpiresAt: time.Now().Add(spec.Lifetime), CreatedBy: string(actor)})
 		if err != nil {
 			return mapErr(err)
 		}

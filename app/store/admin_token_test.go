@@ -22,8 +22,8 @@ func TestAdminTokenLifecycle(t *testing.T) {
 		t.Fatalf("authenticated %+v, want %+v", got, issued.AdminToken)
 	}
 	listed := must(f.st.AdminTokens(ctx, &f.team.ID))(t)
-	if len(listed) != 1 || listed[0].LastUsedAt == nil {
-		t.Fatalf("listed %+v, want the one token with its use recorded", listed)
+	if len(listed) != 1 || listed[0].LastUsedAt == nil || listed[0].CreatedBy != string(actor) {
+		t.Fatalf("listed %+v, want the one token with its use and its creator (%s) recorded", listed, actor)
 	}
 	if deployment := must(f.st.AdminTokens(ctx, nil))(t); len(deployment) != 0 {
 		t.Fatalf("the team's token is listed as the deployment's: %+v", deployment)
