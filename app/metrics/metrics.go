@@ -238,6 +238,14 @@ func (t timedLimiter) Admit(ctx context.Context, req limiter.Request) (limiter.D
 	return d, err
 }
 
+// AdmitAfter is timed as one admission, the settles it carries included.
+func (t timedLimiter) AdmitAfter(ctx context.Context, ss []limiter.Settlement, req limiter.Request) (limiter.Decision, []error, error) {
+	start := time.Now()
+	d, errs, err := t.Limiter.AdmitAfter(ctx, ss, req)
+	t.h.Observe(time.Since(start).Seconds())
+	return d, errs, err
+}
+
 func (m *Metrics) teamLabel(id int64) string {
 	if id == 0 || m.snap == nil {
 		return "unknown"

@@ -206,10 +206,30 @@ type tracedLimiter struct {
 }
 
 func (l tracedLimiter) Admit(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
-	ctx, span := l.t.tracer.Start(ctx, "admission", trace.WithAttributes(
-		attribute.Int64("tollgate.hold_micros", req.Hold), attribute.Int64("tollgate.tokens_reserved", req.Tokens)))
+	ctx, span := l.admission(ctx, req)
 	defer span.End()
 	d, err := l.Limiter.Admit(ctx, req)
+	l.decided(span, d, err)
+	return d, err
+}
+
+// AdmitAfter is one admission span; the settles it carries ride in it.
+func (l tracedLimiter) AdmitAfter(ctx context.Context, ss []limiter.Settlement, req limiter.Request) (limiter.Decision, []error, error) {
+	ctx, span := l.admission(ctx, req)
+	defer span.End()
+	span.SetAttributes(attribute.Int("tollgate.settles_carried", len(ss)))
+	d, errs, err := l.Limiter.AdmitAfter(ctx, ss, req)
+	l.decided(span, d, err)
+	return d, errs, err
+}
+
+func (l tracedLimiter) admission(ctx context.Context, req limiter.Request) (context.Context, trace.Span) {
+	return l.t.tracer.Start(ctx, "admission", trace.WithAttributes(
+		attribute.Int64("tollgate.hold_micros", req.Hold), attribute.Int64("tollgate.tokens_reserved", req.Tokens)))
+}
+
+// decided records an admission's outcome on its span.
+func (l tracedLimiter) decided(span trace.Span, d limiter.Decision, err error) {
 	reason := string(d.Reason)
 	if reason == "" {
 		reason = "none"
@@ -222,7 +242,6 @@ func (l tracedLimiter) Admit(ctx context.Context, req limiter.Request) (limiter.
 	if err != nil {
 		span.SetStatus(codes.Error, "admission call failed")
 	}
-	return d, err
 }
 
 func (l tracedLimiter) Settle(ctx context.Context, s limiter.Settlement) (limiter.SettleResult, error) {
