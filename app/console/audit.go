@@ -149,6 +149,9 @@ func (n auditNames) actor(a string) string {
 		id, name, _ := strings.Cut(token, ":")
 		return fmt.Sprintf("The admin token %q (%s)", name, id)
 	}
+	if tier, ok := strings.CutPrefix(a, "auto:tier:"); ok {
+		return "The auto-approve ceiling of the tier " + tier
+	}
 	if id, ok := strings.CutPrefix(a, "member:"); ok {
 		if email, ok := n.emails[id]; ok {
 			return email
@@ -367,7 +370,7 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 		verb := "approved"
 		switch e.Action {
 		case store.ActionBudgetAutoApprove:
-			verb = "auto-approved, within the tier's ceiling,"
+			verb = "approved at once"
 		case store.ActionBudgetDecline:
 			verb = "declined"
 		}

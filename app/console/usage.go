@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/live"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/views"
 )
@@ -50,7 +51,24 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 	if err != nil {
 		return memberFigures{}, err
 	}
-	f := memberFigures{at: team.at, limits: team.memberLimits(memberID), budget: team.memberBudget(memberID)}
+	f := memberFigures{at: team.at, limits: team.memberLimits(memberID)}
+	// The budget that binds is the tier's or the member's own, raised by this
+	// period's grants; the limits form shows the member's own only.
+	eff, err := c.st.EffectiveLimits(ctx, teamID, memberID)
+	if err != nil {
+		return memberFigures{}, err
+	}
+	period := eff.Limits.BudgetPeriod
+	if eff.Limits.Budget == nil {
+		period = string(limiter.PeriodMonthly)
+	}
+	if _, ok := team.spend[period]; !ok {
+		if team.spend[period], err = c.st.SpendSince(ctx, teamID, store.PeriodStart(period, team.at)); err != nil {
+			return memberFigures{}, err
+		}
+	}
+	budget := eff.Budget()
+	f.budget = budgetView(budget, period, team.spend[period][memberID], team.at)
 	if tb := team.teamBudget(); tb.Over {
 		f.teamOver = &tb.Resets
 	}
@@ -63,8 +81,8 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 			f.refused = nil
 		}
 	}
-	if f.limits.Budget != nil {
-		left := max(*f.limits.Budget-team.spend[f.limits.BudgetPeriod][memberID], 0)
+	if budget != nil {
+		left := max(*budget-team.spend[period][memberID], 0)
 		if f.short, err = c.shortfalls(ctx, left, f.budget.Resets, f.recent, f.refused); err != nil {
 			return f, err
 		}
