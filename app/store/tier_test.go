@@ -271,6 +271,20 @@ func TestGrantOnlyInItsPeriod(t *testing.T) {
 	if got := f.budget(t); got != 10_000_000 {
 		t.Fatalf("monthly grant, daily budget: %d; want 10000000", got)
 	}
+	// A daily grant counts today only: yesterday's is within the snapshot's
+	// window of recent grants, and must still add nothing.
+	if _, err := pool.Exec(ctx, `UPDATE budget_request SET budget_period = 'daily', period_start = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' WHERE id = $1`, asked.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.budget(t); got != 17_000_000 {
+		t.Fatalf("today's daily grant: budget %d; want 17000000", got)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE budget_request SET period_start = period_start - interval '1 day' WHERE id = $1`, asked.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.budget(t); got != 10_000_000 {
+		t.Fatalf("yesterday's daily grant: budget %d; want 10000000", got)
+	}
 }
 
 // TestConcurrentApprovals: owners approving one request at once grant it once.
