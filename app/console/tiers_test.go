@@ -101,6 +101,10 @@ func TestBudgetRequestThroughTheConsole(t *testing.T) {
 	if answer := ada.get("/console/").text("budget-ask"); !strings.Contains(answer, "approved") || !strings.Contains(answer, "go ahead") {
 		t.Fatalf("the member does not see the answer: %q", answer)
 	}
+	// Their page counts the grant in the budget: $10 + $20.
+	if usage := ada.get("/console/").text("usage-section"); !strings.Contains(usage, "$30.00") {
+		t.Fatalf("the member's usage does not show the raised budget: %q", usage)
+	}
 
 	// An owner's own request waits for another owner.
 	wantRedirect(t, "owner asks", owner.post("/console/budget-requests", url.Values{"amount": {"5"}, "reason": {"demo"}}), "/console/#budget-requests")

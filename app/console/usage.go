@@ -32,8 +32,11 @@ const (
 // memberFigures is what the usage section reads from Postgres about one member.
 type memberFigures struct {
 	at     time.Time
-	limits store.Limits
-	budget views.Budget
+	limits store.Limits // the member's own, for the limits form
+	// effective is what binds: the tier's limits with the member's own on
+	// top, the budget raised by this period's grants.
+	effective store.Limits
+	budget    views.Budget
 	// teamOver is when the team's budget is used up, the end of its period
 	// ("" for a total budget); nil while it is not.
 	teamOver *string
@@ -68,6 +71,8 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 		}
 	}
 	budget := eff.Budget()
+	f.effective = eff.Limits
+	f.effective.Budget = budget
 	f.budget = budgetView(budget, period, team.spend[period][memberID], team.at)
 	if tb := team.teamBudget(); tb.Over {
 		f.teamOver = &tb.Resets
@@ -181,7 +186,7 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 		Requests: count(lm.LastMinute.Requests, ok), Throttled: count(lm.LastMinute.Throttled, ok),
 		OverBudget: count(lm.LastMinute.OverBudget, ok), Refused: count(lm.LastMinute.Refused, ok),
 		Tokens: count(lm.LastMinute.Tokens, ok), InFlight: count(lm.InFlight, ok), LastSeen: lastSeen(lm.LastSeen, now, ok),
-		Budget: figs.budget, Limits: describeLimits(figs.limits)}
+		Budget: figs.budget, Limits: describeLimits(figs.effective)}
 	if own {
 		vm.StreamURL, vm.StaleAfter = Prefix+"/usage/live", c.staleAfter()
 	} else {
