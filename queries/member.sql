@@ -24,4 +24,4 @@ UPDATE member SET status = @status WHERE team_id = @team_id AND id = @id RETURNI
 
 -- name: MemberListAll :many
 -- For the config snapshot.
-SELECT id, team_id, status FROM member;
+SELECT id, team_id, status, tier_id FROM member;

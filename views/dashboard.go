@@ -15,6 +15,7 @@ type Dashboard struct {
 	// its figures are not live.
 	StaleAfter string
 	Live       DashboardLive
+	Requests   []BudgetRequestRow // pending budget requests
 }
 
 // DashboardLive is the part of the dashboard the server pushes every second.

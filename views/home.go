@@ -13,6 +13,7 @@ type Home struct {
 	Keys      Keys
 	Usage     *Usage // live over the usage stream
 	Snippets  []Snippet
+	Budget    BudgetAsk
 }
 
 // Snippet is ready-to-paste code that calls the gateway.

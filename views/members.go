@@ -74,4 +74,5 @@ type Member struct {
 	Usage  Usage
 	Limits LimitsForm
 	Keys   Keys
+	Tier   *TierAssign // nil when the team has no tiers
 }

@@ -24,31 +24,41 @@ type operationCase struct {
 // from the operations' own declarations, so an operation declared with the
 // wrong access fails the test. Every served operation must be in it.
 var operations = map[string]operationCase{
-	"GET /api/v1/members":                {access: api.AccessRead},
-	"POST /api/v1/members":               {access: api.AccessOwner, body: map[string]any{"email": "new@acme.test"}},
-	"POST /api/v1/invites":               {access: api.AccessOwner, body: map[string]any{"email": "invited@acme.test"}},
-	"GET /api/v1/members/{id}":           {access: api.AccessRead},
-	"POST /api/v1/members/{id}/cut-off":  {access: api.AccessOwner},
-	"POST /api/v1/members/{id}/restore":  {access: api.AccessOwner},
-	"GET /api/v1/members/{id}/limits":    {access: api.AccessRead},
-	"PUT /api/v1/members/{id}/limits":    {access: api.AccessOwner, body: map[string]any{"rate_limit": 10, "budget_micros": 5_000_000}},
-	"POST /api/v1/members/{id}/keys":     {access: api.AccessOwner, body: map[string]any{"name": "ci"}},
-	"GET /api/v1/keys":                   {access: api.AccessRead},
-	"POST /api/v1/keys/{id}/rotate":      {access: api.AccessOwner, query: "?grace=1h"},
-	"POST /api/v1/keys/{id}/revoke":      {access: api.AccessOwner},
-	"GET /api/v1/routes":                 {access: api.AccessRead},
-	"POST /api/v1/routes":                {access: api.AccessOwner, body: map[string]any{"preset": "openai", "upstream_url": "http://127.0.0.1:2"}},
-	"PUT /api/v1/routes/{id}":            {access: api.AccessOwner, body: map[string]any{"preset": "anthropic", "upstream_url": "http://127.0.0.1:3"}},
-	"PUT /api/v1/routes/{id}/resilience": {access: api.AccessOwner, body: map[string]any{"max_attempts": 2, "health_path": "/v1/models"}},
-	"POST /api/v1/routes/{id}/targets":   {access: api.AccessOwner, body: map[string]any{"upstream_url": "http://127.0.0.1:5"}},
-	"DELETE /api/v1/routes/{id}/targets": {access: api.AccessOwner, query: "?upstream_url=http%3A%2F%2F127.0.0.1%3A4"},
-	"GET /api/v1/limits":                 {access: api.AccessRead},
-	"PUT /api/v1/limits":                 {access: api.AccessOwner, body: map[string]any{"concurrency": 5, "budget_micros": 100_000_000, "budget_period": "daily"}},
-	"GET /api/v1/prices":                 {access: api.AccessAnyToken},
-	"PUT /api/v1/prices/{model}":         {access: api.AccessDeployment, body: map[string]any{"input_micros_per_mtok": 3_000_000, "output_micros_per_mtok": 15_000_000, "max_output_tokens": 64_000}},
-	"GET /api/v1/usage":                  {access: api.AccessRead, query: "?limit=10"},
-	"GET /api/v1/audit":                  {access: api.AccessRead, query: "?limit=10"},
-	"GET /api/v1/reconcile":              {access: api.AccessRead},
+	"GET /api/v1/members":                       {access: api.AccessRead},
+	"POST /api/v1/members":                      {access: api.AccessOwner, body: map[string]any{"email": "new@acme.test"}},
+	"POST /api/v1/invites":                      {access: api.AccessOwner, body: map[string]any{"email": "invited@acme.test"}},
+	"GET /api/v1/members/{id}":                  {access: api.AccessRead},
+	"POST /api/v1/members/{id}/cut-off":         {access: api.AccessOwner},
+	"POST /api/v1/members/{id}/restore":         {access: api.AccessOwner},
+	"GET /api/v1/members/{id}/limits":           {access: api.AccessRead},
+	"PUT /api/v1/members/{id}/limits":           {access: api.AccessOwner, body: map[string]any{"rate_limit": 10, "budget_micros": 5_000_000}},
+	"POST /api/v1/members/{id}/keys":            {access: api.AccessOwner, body: map[string]any{"name": "ci"}},
+	"GET /api/v1/keys":                          {access: api.AccessRead},
+	"POST /api/v1/keys/{id}/rotate":             {access: api.AccessOwner, query: "?grace=1h"},
+	"POST /api/v1/keys/{id}/revoke":             {access: api.AccessOwner},
+	"GET /api/v1/routes":                        {access: api.AccessRead},
+	"POST /api/v1/routes":                       {access: api.AccessOwner, body: map[string]any{"preset": "openai", "upstream_url": "http://127.0.0.1:2"}},
+	"PUT /api/v1/routes/{id}":                   {access: api.AccessOwner, body: map[string]any{"preset": "anthropic", "upstream_url": "http://127.0.0.1:3"}},
+	"PUT /api/v1/routes/{id}/resilience":        {access: api.AccessOwner, body: map[string]any{"max_attempts": 2, "health_path": "/v1/models"}},
+	"POST /api/v1/routes/{id}/targets":          {access: api.AccessOwner, body: map[string]any{"upstream_url": "http://127.0.0.1:5"}},
+	"DELETE /api/v1/routes/{id}/targets":        {access: api.AccessOwner, query: "?upstream_url=http%3A%2F%2F127.0.0.1%3A4"},
+	"GET /api/v1/limits":                        {access: api.AccessRead},
+	"PUT /api/v1/limits":                        {access: api.AccessOwner, body: map[string]any{"concurrency": 5, "budget_micros": 100_000_000, "budget_period": "daily"}},
+	"GET /api/v1/prices":                        {access: api.AccessAnyToken},
+	"PUT /api/v1/prices/{model}":                {access: api.AccessDeployment, body: map[string]any{"input_micros_per_mtok": 3_000_000, "output_micros_per_mtok": 15_000_000, "max_output_tokens": 64_000}},
+	"GET /api/v1/usage":                         {access: api.AccessRead, query: "?limit=10"},
+	"GET /api/v1/audit":                         {access: api.AccessRead, query: "?limit=10"},
+	"GET /api/v1/reconcile":                     {access: api.AccessRead},
+	"GET /api/v1/tiers":                         {access: api.AccessRead},
+	"POST /api/v1/tiers":                        {access: api.AccessOwner, body: map[string]any{"name": "bots", "weight": 3, "limits": map[string]any{"concurrency": 2}}},
+	"GET /api/v1/tiers/{name}":                  {access: api.AccessRead},
+	"PUT /api/v1/tiers/{name}":                  {access: api.AccessOwner, body: map[string]any{"limits": map[string]any{"rate_limit": 5}, "auto_approve_micros": 1_000_000}},
+	"DELETE /api/v1/tiers/{name}":               {access: api.AccessOwner},
+	"PUT /api/v1/members/{id}/tier":             {access: api.AccessOwner, body: map[string]any{"tier": "core"}},
+	"GET /api/v1/members/{id}/effective-limits": {access: api.AccessRead},
+	"GET /api/v1/budget-requests":               {access: api.AccessRead},
+	"POST /api/v1/budget-requests/{id}/approve": {access: api.AccessOwner, body: map[string]any{"note": "ok"}},
+	"POST /api/v1/budget-requests/{id}/decline": {access: api.AccessOwner, body: map[string]any{"note": "no"}},
 }
 
 // servedOperations walks the router: every "METHOD pattern" it serves under
@@ -72,7 +82,8 @@ func servedOperations(t *testing.T, e *env) []string {
 // path fills an operation's pattern with f's ids.
 func (f fixture) path(pattern string) string {
 	r := strings.NewReplacer("/members/{id}", "/members/"+strconv.FormatInt(f.member.ID, 10), "/keys/{id}", "/keys/"+f.key.ID,
-		"/routes/{id}", "/routes/"+strconv.FormatInt(f.route.ID, 10), "{model}", "test-model")
+		"/routes/{id}", "/routes/"+strconv.FormatInt(f.route.ID, 10), "{model}", "test-model",
+		"/tiers/{name}", "/tiers/"+f.tier.Name, "/budget-requests/{id}", "/budget-requests/"+strconv.FormatInt(f.request.ID, 10))
 	return r.Replace(pattern)
 }
 

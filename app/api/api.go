@@ -220,6 +220,7 @@ func (a *API) register(h huma.API) {
 	a.registerKeys(h)
 	a.registerRoutes(h)
 	a.registerLimits(h)
+	a.registerTiers(h)
 	a.registerPrices(h)
 	a.registerReports(h)
 	a.registerReconcile(h)

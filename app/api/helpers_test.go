@@ -96,6 +96,9 @@ type fixture struct {
 	member store.Member
 	key    store.IssuedKey
 	route  store.Route
+	// A tier without members, and a pending request for more budget.
+	tier    store.Tier
+	request store.BudgetRequest
 }
 
 func (e *env) fixture(team store.Team, email string) fixture {
@@ -116,6 +119,16 @@ func (e *env) fixture(team store.Team, email string) fixture {
 		e.t.Fatal(err)
 	}
 	if err := e.st.AddRouteTarget(ctx, store.ActorCLI, team.ID, f.route.Prefix, store.RouteTarget{UpstreamURL: "http://127.0.0.1:4"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if f.tier, err = e.st.CreateTier(ctx, store.ActorCLI, team.ID, store.NewTier("core")); err != nil {
+		e.t.Fatal(err)
+	}
+	budget := int64(5_000_000)
+	if _, err = e.st.SetMemberLimits(ctx, store.ActorCLI, team.ID, f.member.ID, store.Limits{RatePeriod: time.Second, Budget: &budget}); err != nil {
+		e.t.Fatal(err)
+	}
+	if f.request, err = e.st.RequestBudget(ctx, store.MemberActor(f.member.ID), team.ID, f.member.ID, 2_000_000, "eval run"); err != nil {
 		e.t.Fatal(err)
 	}
 	return f

@@ -54,7 +54,9 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   reconcile      --team T [--provider-log FILE|URL] [--since 24h] [--skip-redis]
                  (ledger vs Redis spend counters and the provider's usage log; exit 1 on any difference
                  and when Redis could not be read, unless --skip-redis)
-  token          create|list|revoke   admin tokens for the JSON API (tollgate admin token)`
+  token          create|list|revoke   admin tokens for the JSON API (tollgate admin token)
+  tier           create|set|assign|list|delete   named limit presets; members' own limits win (tollgate admin tier)
+  budget         list|approve|decline|request   members' requests for more budget (tollgate admin budget)`
 
 // adminCmd is one verb's parsed context.
 type adminCmd struct {
@@ -86,7 +88,7 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
 		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
 		"set-price": setPrice, "list-prices": listPrices, "usage": usageReport, "reconcile": reconcile,
-		"token": adminToken,
+		"token": adminToken, "tier": adminTier, "budget": adminBudget,
 	}
 	verb, ok := verbs[args[0]]
 	if !ok {

@@ -11,19 +11,17 @@ import (
 )
 
 // setLimits changes a member's limits, or the team's without --member. Flags not
-// given keep their current value; 0 removes a limit.
+// given keep their current value; 0 removes a limit (for a member in a tier:
+// their override, so the tier's limit applies).
 func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 	teamRef := c.flags.String("team", "", "team name or id")
 	memberRef := c.flags.String("member", "", "member email or id (omit for the team-wide limits)")
-	algorithm := c.flags.String("algorithm", "", "token_bucket or sliding_window")
-	rate := c.flags.Int64("rate", 0, "requests per period (0: no rate limit)")
-	period := c.flags.Duration("period", 0, "rate period, e.g. 1s or 1m")
-	burst := c.flags.Int64("burst", 0, "token bucket capacity (0: same as --rate)")
-	concurrency := c.flags.Int64("concurrency", 0, "requests in flight at once (0: no cap)")
-	tpm := c.flags.Int64("tpm", 0, "tokens per minute (0: no limit)")
-	budget := c.flags.String("budget", "", "spend limit per budget period in dollars, e.g. 25.00 (\"none\": no budget)")
-	budgetPeriod := c.flags.String("budget-period", "", "total, daily or monthly (UTC)")
+	changeFlags := limitFlags(c)
 	if err := c.parse(args, "team"); err != nil {
+		return err
+	}
+	change, err := changeFlags()
+	if err != nil {
 		return err
 	}
 	t, err := c.team(ctx, *teamRef)
@@ -35,39 +33,6 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 		if _, m, err = c.member(ctx, *teamRef, *memberRef); err != nil {
 			return err
 		}
-	}
-	var budgetMicros *int64
-	if flagGiven(c.flags, "budget") && *budget != "none" {
-		micros, err := store.ParseDollars(*budget)
-		if err != nil {
-			return usagef("admin set-limits: --budget: %v", err)
-		}
-		budgetMicros = &micros
-	}
-	// The flags given change the limits as stored when the store holds the
-	// lock, not as read here: a concurrent set-limits of another flag stays.
-	change := func(l store.Limits) store.Limits {
-		c.flags.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "algorithm":
-				l.RateAlgorithm = *algorithm
-			case "rate":
-				l.RateLimit = *rate
-			case "period":
-				l.RatePeriod = *period
-			case "burst":
-				l.RateBurst = *burst
-			case "concurrency":
-				l.Concurrency = *concurrency
-			case "tpm":
-				l.TokensPerMinute = *tpm
-			case "budget-period":
-				l.BudgetPeriod = *budgetPeriod
-			case "budget":
-				l.Budget = budgetMicros
-			}
-		})
-		return l
 	}
 	whose := "team " + t.Name
 	var l store.Limits
@@ -81,6 +46,54 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 		return err
 	}
 	return c.print(l, func(w io.Writer) { fmt.Fprintf(w, "limits of %s: %s\n", whose, describeLimits(l)) })
+}
+
+// limitFlags defines the limit flags on c; after parsing, the function it
+// returns gives the change they make. The flags given change the limits as
+// stored when the store holds the lock, not as read here: a concurrent change
+// of another flag stays.
+func limitFlags(c *adminCmd) func() (func(store.Limits) store.Limits, error) {
+	algorithm := c.flags.String("algorithm", "", "token_bucket or sliding_window")
+	rate := c.flags.Int64("rate", 0, "requests per period (0: no rate limit)")
+	period := c.flags.Duration("period", 0, "rate period, e.g. 1s or 1m")
+	burst := c.flags.Int64("burst", 0, "token bucket capacity (0: same as --rate)")
+	concurrency := c.flags.Int64("concurrency", 0, "requests in flight at once (0: no cap)")
+	tpm := c.flags.Int64("tpm", 0, "tokens per minute (0: no limit)")
+	budget := c.flags.String("budget", "", "spend limit per budget period in dollars, e.g. 25.00 (\"none\": no budget)")
+	budgetPeriod := c.flags.String("budget-period", "", "total, daily or monthly (UTC)")
+	return func() (func(store.Limits) store.Limits, error) {
+		var budgetMicros *int64
+		if flagGiven(c.flags, "budget") && *budget != "none" {
+			micros, err := store.ParseDollars(*budget)
+			if err != nil {
+				return nil, usagef("%s: --budget: %v", c.flags.Name(), err)
+			}
+			budgetMicros = &micros
+		}
+		return func(l store.Limits) store.Limits {
+			c.flags.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "algorithm":
+					l.RateAlgorithm = *algorithm
+				case "rate":
+					l.RateLimit = *rate
+				case "period":
+					l.RatePeriod = *period
+				case "burst":
+					l.RateBurst = *burst
+				case "concurrency":
+					l.Concurrency = *concurrency
+				case "tpm":
+					l.TokensPerMinute = *tpm
+				case "budget-period":
+					l.BudgetPeriod = *budgetPeriod
+				case "budget":
+					l.Budget = budgetMicros
+				}
+			})
+			return l
+		}, nil
+	}
 }
 
 func flagGiven(fs *flag.FlagSet, name string) bool {

@@ -119,6 +119,14 @@ var auditActionLabels = map[string]string{
 	store.ActionAdminTokenRevoke:  "Admin token revoked",
 	store.ActionTeamSSO:           "Single sign-on set",
 	store.ActionPasswordSignIn:    "Password sign-in on or off",
+	store.ActionTierCreate:        "Tier made",
+	store.ActionTierUpdate:        "Tier changed",
+	store.ActionTierDelete:        "Tier deleted",
+	store.ActionMemberTier:        "Member's tier",
+	store.ActionBudgetRequest:     "Budget asked for",
+	store.ActionBudgetApprove:     "Budget request approved",
+	store.ActionBudgetAutoApprove: "Budget request auto-approved",
+	store.ActionBudgetDecline:     "Budget request declined",
 }
 
 // auditNames turns the ids an entry records into what people recognise.
@@ -140,6 +148,9 @@ func (n auditNames) actor(a string) string {
 		// token:<id>:<name>, an admin API token.
 		id, name, _ := strings.Cut(token, ":")
 		return fmt.Sprintf("The admin token %q (%s)", name, id)
+	}
+	if tier, ok := strings.CutPrefix(a, "auto:tier:"); ok {
+		return "The auto-approve ceiling of the tier " + tier
 	}
 	if id, ok := strings.CutPrefix(a, "member:"); ok {
 		if email, ok := n.emails[id]; ok {
@@ -308,6 +319,80 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 			return "turned password sign-in on for the team", nil
 		}
 		return "turned password sign-in off for the team: members sign in through single sign-on", nil
+	case store.ActionTierCreate:
+		var tr store.Tier
+		err := decode(e.After, &tr)
+		return fmt.Sprintf("made the tier %s (weight %d): %s", e.Target, tr.Weight, limitsSentence(tr.Limits)), err
+	case store.ActionTierUpdate:
+		var before, after store.Tier
+		if err := decode(e.Before, &before); err != nil {
+			return "", err
+		}
+		if err := decode(e.After, &after); err != nil {
+			return "", err
+		}
+		changes := limitChanges(before.Limits, after.Limits)
+		if before.Weight != after.Weight {
+			changes = append(changes, change{name: "weight", from: strconv.FormatInt(before.Weight, 10), to: strconv.FormatInt(after.Weight, 10)})
+		}
+		if before.AutoApprove != after.AutoApprove {
+			changes = append(changes, change{name: "auto-approve ceiling", from: "$" + store.FormatDollars(before.AutoApprove),
+				to: "$" + store.FormatDollars(after.AutoApprove)})
+		}
+		return setPhrase("the tier "+e.Target+"'s", "limits", changes), nil
+	case store.ActionTierDelete:
+		return "deleted the tier " + e.Target, nil
+	case store.ActionMemberTier:
+		var before, after struct{ Tier string }
+		if err := decode(e.Before, &before); err != nil {
+			return "", err
+		}
+		if err := decode(e.After, &after); err != nil {
+			return "", err
+		}
+		if after.Tier == "" {
+			return "took " + e.Target + " out of the tier " + before.Tier, nil
+		}
+		was := ""
+		if before.Tier != "" {
+			was = " (was " + before.Tier + ")"
+		}
+		return "put " + e.Target + " in the tier " + after.Tier + was, nil
+	case store.ActionBudgetRequest:
+		var r store.BudgetRequest
+		err := decode(e.After, &r)
+		return fmt.Sprintf("asked for $%s more budget for %s, because: %q", store.FormatDollars(r.Amount), e.Target, r.Reason), err
+	case store.ActionBudgetApprove, store.ActionBudgetAutoApprove, store.ActionBudgetDecline:
+		var r store.BudgetRequest
+		if err := decode(e.Before, &r); err != nil {
+			return "", err
+		}
+		verb := "approved"
+		switch e.Action {
+		case store.ActionBudgetAutoApprove:
+			verb = "approved at once"
+		case store.ActionBudgetDecline:
+			verb = "declined"
+		}
+		var after struct {
+			Request store.BudgetRequest
+			Budget  *int64 `json:"budget_micros"`
+		}
+		if e.Action == store.ActionBudgetDecline {
+			if err := decode(e.After, &after.Request); err != nil {
+				return "", err
+			}
+		} else if err := decode(e.After, &after); err != nil {
+			return "", err
+		}
+		out := fmt.Sprintf("%s %s's request for $%s more budget", verb, e.Target, store.FormatDollars(r.Amount))
+		if after.Budget != nil {
+			out += fmt.Sprintf(": their budget this period is now $%s", store.FormatDollars(*after.Budget))
+		}
+		if after.Request.Note != "" {
+			out += fmt.Sprintf(", noting %q", after.Request.Note)
+		}
+		return out, nil
 	case store.ActionSetupLink:
 		var inv store.Invite
 		err := decode(e.After, &inv)
@@ -365,6 +450,16 @@ func setPhrase(whose, what string, changes []change) string {
 		list = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 	}
 	return "set " + whose + " " + list
+}
+
+// limitsSentence is l as "requests: 60 per minute, tokens per minute: no limit, ...".
+func limitsSentence(l store.Limits) string {
+	lines := describeLimits(l)
+	parts := make([]string, len(lines))
+	for i, line := range lines {
+		parts[i] = strings.ToLower(line.Name) + ": " + line.Value
+	}
+	return strings.Join(parts, ", ")
 }
 
 func limitChanges(before, after store.Limits) []change {

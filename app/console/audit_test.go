@@ -85,6 +85,20 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	must(e.st.SetPrice(ctx, store.ActorCLI, price))
 	_, _, err = e.st.CreateSetupLink(ctx, store.ActorCLI)
 	must(nil, err)
+	must(e.st.CreateTier(ctx, by, o.TeamID, store.Tier{Name: "core", Weight: 2, AutoApprove: 1_000_000,
+		Limits: store.Limits{Budget: &budget, RatePeriod: time.Second}}))
+	must(e.st.ChangeTier(ctx, by, o.TeamID, "core", func(tr store.Tier) store.Tier { tr.Weight = 4; return tr }))
+	must(e.st.AssignTier(ctx, by, o.TeamID, ada.ID, "core"))
+	auto, err := e.st.RequestBudget(ctx, store.MemberActor(ada.ID), o.TeamID, ada.ID, 1_000_000, "eval run")
+	must(auto, err)
+	asked, err := e.st.RequestBudget(ctx, store.MemberActor(ada.ID), o.TeamID, ada.ID, 20_000_000, "eval run for the paper")
+	must(asked, err)
+	must(e.st.ApproveBudgetRequest(ctx, by, o.TeamID, asked.ID, "go ahead"))
+	asked, err = e.st.RequestBudget(ctx, store.MemberActor(ada.ID), o.TeamID, ada.ID, 3_000_000, "more")
+	must(asked, err)
+	must(e.st.DeclineBudgetRequest(ctx, by, o.TeamID, asked.ID, "not this month"))
+	must(e.st.AssignTier(ctx, by, o.TeamID, ada.ID, ""))
+	must(nil, e.st.DeleteTier(ctx, by, o.TeamID, "core"))
 
 	entries, err := e.st.Audit(ctx, nil, 1000)
 	must(entries, err)
@@ -104,12 +118,15 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 		}
 	}
 	for action, want := range map[string]string{
-		store.ActionMemberStatus: "owner@acme.test cut off ada@acme.test.",
-		store.ActionMemberLimits: "owner@acme.test set ada@acme.test's requests to 60 per minute (token bucket) (was no limit) and budget to $5.00 per month (was none).",
-		store.ActionTeamLimits:   "owner@acme.test set the team's requests in flight to 8 (was no limit).",
-		store.ActionKeyRevoke:    "owner@acme.test revoked ada@acme.test's key " + rotated.ID + ".",
-		store.ActionPriceSet:     "The operator (CLI) set claude-sonnet-4-5's output price to $16.00 per million tokens (was $15.00 per million tokens).",
-		store.ActionRouteUpdate:  "owner@acme.test set the route /anthropic's upstream to http://127.0.0.1:2 (was http://127.0.0.1:1).",
+		store.ActionMemberStatus:      "owner@acme.test cut off ada@acme.test.",
+		store.ActionBudgetApprove:     "owner@acme.test approved ada@acme.test's request for $20.00 more budget: their budget this period is now $26.00, noting \"go ahead\".",
+		store.ActionBudgetAutoApprove: "The auto-approve ceiling of the tier core approved at once ada@acme.test's request for $1.00 more budget: their budget this period is now $6.00.",
+		store.ActionMemberTier:        "owner@acme.test took ada@acme.test out of the tier core.",
+		store.ActionMemberLimits:      "owner@acme.test set ada@acme.test's requests to 60 per minute (token bucket) (was no limit) and budget to $5.00 per month (was none).",
+		store.ActionTeamLimits:        "owner@acme.test set the team's requests in flight to 8 (was no limit).",
+		store.ActionKeyRevoke:         "owner@acme.test revoked ada@acme.test's key " + rotated.ID + ".",
+		store.ActionPriceSet:          "The operator (CLI) set claude-sonnet-4-5's output price to $16.00 per million tokens (was $15.00 per million tokens).",
+		store.ActionRouteUpdate:       "owner@acme.test set the route /anthropic's upstream to http://127.0.0.1:2 (was http://127.0.0.1:1).",
 	} {
 		if !containsString(seen[action], want) {
 			t.Errorf("%s reads %q, want %q among them", action, seen[action], want)

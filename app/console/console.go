@@ -198,6 +198,15 @@ func (c *Console) routes() []route {
 		{"POST", "/prices", owner, c.setPrice},
 		{"GET", "/prices/edit", owner, c.showPrice},
 		{"GET", "/audit", owner, c.showAudit},
+		{"GET", "/tiers", owner, c.listTiers},
+		{"POST", "/tiers", owner, c.createTier},
+		{"GET", "/tiers/{name}", owner, c.showTier},
+		{"POST", "/tiers/{name}", owner, c.setTier},
+		{"POST", "/tiers/{name}/delete", owner, c.deleteTier},
+		{"POST", "/members/{id}/tier", owner, c.setMemberTier},
+		{"POST", "/budget-requests", member, c.requestBudget},
+		{"POST", "/budget-requests/{id}/approve", owner, c.approveBudgetRequest},
+		{"POST", "/budget-requests/{id}/decline", owner, c.declineBudgetRequest},
 	}
 }
 

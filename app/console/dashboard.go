@@ -30,8 +30,13 @@ func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	requests, err := c.pendingRequests(r.Context(), v.team.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, views.DashboardPage(views.Dashboard{Nav: nav(v, views.TabDashboard), Checklist: checklist,
-		StreamURL: Prefix + "/dashboard/live", StaleAfter: c.staleAfter(), Live: dashboardLive(figs, lt, ok)}))
+		StreamURL: Prefix + "/dashboard/live", StaleAfter: c.staleAfter(), Live: dashboardLive(figs, lt, ok), Requests: requests}))
 }
 
 // streamDashboard pushes the dashboard's live part every StreamInterval.

@@ -198,7 +198,12 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	usage := c.usageView(ctx, v.team.ID, m.ID, figs, true)
-	home := views.Home{Nav: nav(v, views.TabKeys), Checklist: checklist, Disabled: m.Status != store.StatusActive, Keys: keys,
+	budget, err := c.budgetAsk(ctx, v.team.ID, m.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	home := views.Home{Budget: budget, Nav: nav(v, views.TabKeys), Checklist: checklist, Disabled: m.Status != store.StatusActive, Keys: keys,
 		Usage: &usage, Snippets: views.Snippets(c.publicURL, snippetRoutes)}
 	c.render(w, r, status, views.HomePage(home))
 }

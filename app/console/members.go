@@ -198,8 +198,12 @@ func (c *Console) memberPage(ctx context.Context, m store.Member, issued *store.
 	}
 	limits := limitsForm(figs.limits)
 	limits.Action, limits.Subject = memberURL(m.ID)+"/limits", m.Email
+	tier, err := c.tierAssign(ctx, v.team.ID, m)
+	if err != nil {
+		return views.Member{}, err
+	}
 	return views.Member{Nav: nav(v, views.TabMembers), Row: memberRow(v, m, live), Keys: keys,
-		Usage: c.usageView(ctx, v.team.ID, m.ID, figs, false), Limits: limits}, nil
+		Usage: c.usageView(ctx, v.team.ID, m.ID, figs, false), Limits: limits, Tier: tier}, nil
 }
 
 // memberURL is the owner's page of member id.

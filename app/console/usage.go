@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/live"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/views"
 )
@@ -31,8 +32,11 @@ const (
 // memberFigures is what the usage section reads from Postgres about one member.
 type memberFigures struct {
 	at     time.Time
-	limits store.Limits
-	budget views.Budget
+	limits store.Limits // the member's own, for the limits form
+	// effective is what binds: the tier's limits with the member's own on
+	// top, the budget raised by this period's grants.
+	effective store.Limits
+	budget    views.Budget
 	// teamOver is when the team's budget is used up, the end of its period
 	// ("" for a total budget); nil while it is not.
 	teamOver *string
@@ -50,7 +54,26 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 	if err != nil {
 		return memberFigures{}, err
 	}
-	f := memberFigures{at: team.at, limits: team.memberLimits(memberID), budget: team.memberBudget(memberID)}
+	f := memberFigures{at: team.at, limits: team.memberLimits(memberID)}
+	// The budget that binds is the tier's or the member's own, raised by this
+	// period's grants; the limits form shows the member's own only.
+	eff, err := c.st.EffectiveLimits(ctx, teamID, memberID)
+	if err != nil {
+		return memberFigures{}, err
+	}
+	period := eff.Limits.BudgetPeriod
+	if eff.Limits.Budget == nil {
+		period = string(limiter.PeriodMonthly)
+	}
+	if _, ok := team.spend[period]; !ok {
+		if team.spend[period], err = c.st.SpendSince(ctx, teamID, store.PeriodStart(period, team.at)); err != nil {
+			return memberFigures{}, err
+		}
+	}
+	budget := eff.Budget()
+	f.effective = eff.Limits
+	f.effective.Budget = budget
+	f.budget = budgetView(budget, period, team.spend[period][memberID], team.at)
 	if tb := team.teamBudget(); tb.Over {
 		f.teamOver = &tb.Resets
 	}
@@ -63,8 +86,8 @@ func (c *Console) readMemberFigures(ctx context.Context, teamID, memberID int64)
 			f.refused = nil
 		}
 	}
-	if f.limits.Budget != nil {
-		left := max(*f.limits.Budget-team.spend[f.limits.BudgetPeriod][memberID], 0)
+	if budget != nil {
+		left := max(*budget-team.spend[period][memberID], 0)
 		if f.short, err = c.shortfalls(ctx, left, f.budget.Resets, f.recent, f.refused); err != nil {
 			return f, err
 		}
@@ -163,7 +186,7 @@ func (c *Console) usageView(ctx context.Context, teamID, memberID int64, figs me
 		Requests: count(lm.LastMinute.Requests, ok), Throttled: count(lm.LastMinute.Throttled, ok),
 		OverBudget: count(lm.LastMinute.OverBudget, ok), Refused: count(lm.LastMinute.Refused, ok),
 		Tokens: count(lm.LastMinute.Tokens, ok), InFlight: count(lm.InFlight, ok), LastSeen: lastSeen(lm.LastSeen, now, ok),
-		Budget: figs.budget, Limits: describeLimits(figs.limits)}
+		Budget: figs.budget, Limits: describeLimits(figs.effective)}
 	if own {
 		vm.StreamURL, vm.StaleAfter = Prefix+"/usage/live", c.staleAfter()
 	} else {

@@ -10,7 +10,7 @@ import (
 )
 
 const memberCreate = `-- name: MemberCreate :one
-INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method
+INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id
 `
 
 type MemberCreateParams struct {
@@ -31,12 +31,13 @@ func (q *Queries) MemberCreate(ctx context.Context, db DBTX, arg MemberCreatePar
 		&i.PasswordHash,
 		&i.CreatedAt,
 		&i.SignInMethod,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const memberGetByEmail = `-- name: MemberGetByEmail :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND email = $2
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND email = $2
 `
 
 type MemberGetByEmailParams struct {
@@ -56,12 +57,13 @@ func (q *Queries) MemberGetByEmail(ctx context.Context, db DBTX, arg MemberGetBy
 		&i.PasswordHash,
 		&i.CreatedAt,
 		&i.SignInMethod,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const memberGetByID = `-- name: MemberGetByID :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND id = $2
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND id = $2
 `
 
 type MemberGetByIDParams struct {
@@ -81,12 +83,13 @@ func (q *Queries) MemberGetByID(ctx context.Context, db DBTX, arg MemberGetByIDP
 		&i.PasswordHash,
 		&i.CreatedAt,
 		&i.SignInMethod,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const memberList = `-- name: MemberList :many
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 ORDER BY id
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 ORDER BY id
 `
 
 func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Member, error) {
@@ -107,6 +110,7 @@ func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Memb
 			&i.PasswordHash,
 			&i.CreatedAt,
 			&i.SignInMethod,
+			&i.TierID,
 		); err != nil {
 			return nil, err
 		}
@@ -119,13 +123,14 @@ func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Memb
 }
 
 const memberListAll = `-- name: MemberListAll :many
-SELECT id, team_id, status FROM member
+SELECT id, team_id, status, tier_id FROM member
 `
 
 type MemberListAllRow struct {
 	ID     int64
 	TeamID int64
 	Status string
+	TierID *int64
 }
 
 // For the config snapshot.
@@ -138,7 +143,12 @@ func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRo
 	var items []MemberListAllRow
 	for rows.Next() {
 		var i MemberListAllRow
-		if err := rows.Scan(&i.ID, &i.TeamID, &i.Status); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.TeamID,
+			&i.Status,
+			&i.TierID,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -150,7 +160,7 @@ func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRo
 }
 
 const memberLockByEmail = `-- name: MemberLockByEmail :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
 `
 
 type MemberLockByEmailParams struct {
@@ -171,12 +181,13 @@ func (q *Queries) MemberLockByEmail(ctx context.Context, db DBTX, arg MemberLock
 		&i.PasswordHash,
 		&i.CreatedAt,
 		&i.SignInMethod,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const memberLockByID = `-- name: MemberLockByID :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
 `
 
 type MemberLockByIDParams struct {
@@ -198,12 +209,13 @@ func (q *Queries) MemberLockByID(ctx context.Context, db DBTX, arg MemberLockByI
 		&i.PasswordHash,
 		&i.CreatedAt,
 		&i.SignInMethod,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const memberSetStatus = `-- name: MemberSetStatus :one
-UPDATE member SET status = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method
+UPDATE member SET status = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id
 `
 
 type MemberSetStatusParams struct {
@@ -224,6 +236,7 @@ func (q *Queries) MemberSetStatus(ctx context.Context, db DBTX, arg MemberSetSta
 		&i.PasswordHash,
 		&i.CreatedAt,
 		&i.SignInMethod,
+		&i.TierID,
 	)
 	return i, err
 }

@@ -62,6 +62,22 @@ type AuditLog struct {
 	At     time.Time
 }
 
+type BudgetRequest struct {
+	ID           int64
+	TeamID       int64
+	MemberID     int64
+	AmountMicros int64
+	Reason       string
+	Status       string
+	AutoApproved bool
+	BudgetPeriod *string
+	PeriodStart  *time.Time
+	DecidedBy    *string
+	DecidedAt    *time.Time
+	Note         string
+	CreatedAt    time.Time
+}
+
 type Invite struct {
 	TokenHash []byte
 	TeamID    *int64
@@ -101,6 +117,7 @@ type Member struct {
 	PasswordHash *string
 	CreatedAt    time.Time
 	SignInMethod *string
+	TierID       *int64
 }
 
 type MemberLimit struct {
@@ -192,4 +209,22 @@ type TeamSso struct {
 	AllowedOrg     string
 	Enabled        bool
 	UpdatedAt      time.Time
+}
+
+type Tier struct {
+	ID                int64
+	TeamID            int64
+	Name              string
+	RateAlgorithm     string
+	RateLimit         *int64
+	RatePeriodMs      int64
+	RateBurst         *int64
+	Concurrency       *int64
+	TokensPerMinute   *int64
+	BudgetMicros      *int64
+	BudgetPeriod      string
+	Weight            int64
+	AutoApproveMicros int64
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }

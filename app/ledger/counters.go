@@ -52,7 +52,9 @@ func CompareCounters(ctx context.Context, st *store.Store, r *limiter.Redis, t s
 		return nil, err
 	}
 	for _, m := range members {
-		l, err := st.MemberLimits(ctx, t.ID, m.ID)
+		// The budget that binds may be the member's tier's, with its period.
+		e, err := st.EffectiveLimits(ctx, t.ID, m.ID)
+		l := e.Limits
 		if err != nil || l.Budget == nil {
 			continue
 		}

@@ -66,12 +66,18 @@ func (s *Source) Run(ctx context.Context) {
 	go s.listen(ctx, notified)
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
+	// Budget grants belong to one period: reload as a day (and so a month)
+	// begins, so a grant stops counting then rather than at the next poll.
+	boundary := time.NewTimer(UntilNextPeriod(time.Now()))
+	defer boundary.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		case <-notified:
+		case <-boundary.C:
+			boundary.Reset(UntilNextPeriod(time.Now()))
 		}
 		if err := s.Reload(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("config reload failed; keeping the previous snapshot", "err", err)
@@ -123,6 +129,21 @@ func (s *Source) listenOnce(ctx context.Context, notified chan<- struct{}) error
 			signal(notified)
 		}
 	}
+}
+
+// periodSlack is how long after UTC midnight the boundary reload runs, so
+// that Postgres's clock, a little behind this one, is past midnight too.
+const periodSlack = 50 * time.Millisecond
+
+// UntilNextPeriod is how long from now until the reload for the next budget
+// period (daily and monthly periods both begin at a UTC midnight).
+func UntilNextPeriod(now time.Time) time.Duration {
+	now = now.UTC()
+	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Add(periodSlack)
+	if d := next.Sub(now); d > 24*time.Hour {
+		return d - 24*time.Hour // within the slack after midnight: this day's reload is still due
+	}
+	return next.Sub(now)
 }
 
 // signal never blocks: one pending reload covers any number of notifications.

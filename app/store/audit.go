@@ -38,6 +38,14 @@ const (
 	ActionAdminTokenRevoke  = "admin_token.revoke"
 	ActionTeamSSO           = "team.sso"
 	ActionPasswordSignIn    = "team.password_sign_in"
+	ActionTierCreate        = "tier.create"
+	ActionTierUpdate        = "tier.update"
+	ActionTierDelete        = "tier.delete"
+	ActionMemberTier        = "member.tier"
+	ActionBudgetRequest     = "budget.request"
+	ActionBudgetApprove     = "budget.approve"
+	ActionBudgetAutoApprove = "budget.auto_approve"
+	ActionBudgetDecline     = "budget.decline"
 )
 
 // AuditActions is every action the store writes, in the order a filter lists them.
@@ -45,7 +53,9 @@ func AuditActions() []string {
 	return []string{ActionMemberStatus, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
 		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
-		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn}
+		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,
+		ActionTierCreate, ActionTierUpdate, ActionTierDelete, ActionMemberTier, ActionBudgetRequest, ActionBudgetApprove,
+		ActionBudgetAutoApprove, ActionBudgetDecline}
 }
 
 // AuditEntry is one recorded state change.

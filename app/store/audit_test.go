@@ -15,31 +15,38 @@ import (
 // an Actor is a writer; TestEveryWriterIsAudited fails until a new one is
 // listed here and checked below.
 var auditedWriters = map[string]string{
-	"CreateTeam":         "team.create",
-	"AddMember":          "member.add",
-	"SetMemberStatus":    "member.status",
-	"SetMemberLimits":    "member.limits",
-	"SetTeamLimits":      "team.limits",
-	"ChangeMemberLimits": "member.limits",
-	"ChangeTeamLimits":   "team.limits",
-	"AddRoute":           "route.add",
-	"UpdateRoute":        "route.update",
-	"AddRouteTarget":     "route.target.add",
-	"RemoveRouteTarget":  "route.target.remove",
-	"SetRouteResilience": "route.resilience",
-	"IssueKey":           "key.issue",
-	"RotateKey":          "key.issue, key.rotate",
-	"RevokeKey":          "key.revoke",
-	"SetPrice":           "price.set",
-	"CreateInvite":       "invite.create",
-	"ReissueInvite":      "invite.reissue",
-	"RevokeInvites":      "invite.revoke",
-	"DeleteRoute":        "route.delete",
-	"CreateSetupLink":    "setup.link",
-	"CreateAdminToken":   "admin_token.create",
-	"RevokeAdminToken":   "admin_token.revoke",
-	"SetSSOMethod":       "team.sso",
-	"SetPasswordSignIn":  "team.password_sign_in",
+	"CreateTeam":           "team.create",
+	"AddMember":            "member.add",
+	"SetMemberStatus":      "member.status",
+	"SetMemberLimits":      "member.limits",
+	"SetTeamLimits":        "team.limits",
+	"ChangeMemberLimits":   "member.limits",
+	"ChangeTeamLimits":     "team.limits",
+	"AddRoute":             "route.add",
+	"UpdateRoute":          "route.update",
+	"AddRouteTarget":       "route.target.add",
+	"RemoveRouteTarget":    "route.target.remove",
+	"SetRouteResilience":   "route.resilience",
+	"IssueKey":             "key.issue",
+	"RotateKey":            "key.issue, key.rotate",
+	"RevokeKey":            "key.revoke",
+	"SetPrice":             "price.set",
+	"CreateInvite":         "invite.create",
+	"ReissueInvite":        "invite.reissue",
+	"RevokeInvites":        "invite.revoke",
+	"DeleteRoute":          "route.delete",
+	"CreateSetupLink":      "setup.link",
+	"CreateAdminToken":     "admin_token.create",
+	"RevokeAdminToken":     "admin_token.revoke",
+	"SetSSOMethod":         "team.sso",
+	"SetPasswordSignIn":    "team.password_sign_in",
+	"CreateTier":           "tier.create",
+	"ChangeTier":           "tier.update",
+	"DeleteTier":           "tier.delete",
+	"AssignTier":           "member.tier",
+	"RequestBudget":        "budget.request",
+	"ApproveBudgetRequest": "budget.approve",
+	"DeclineBudgetRequest": "budget.decline",
 	// Writers whose actor is the link itself.
 	"CompleteSetup": "team.create, member.add, member.password",
 	"AcceptInvite":  "member.add, member.password",
@@ -162,6 +169,27 @@ func TestEveryWriterIsAudited(t *testing.T) {
 		token = must(f.st.CreateAdminToken(ctx, actor, store.AdminTokenSpec{TeamID: &f.team.ID, Name: "ci", Role: store.TokenRoleOwner, Lifetime: time.Hour}))(t)
 	})
 	check("RevokeAdminToken", func() { must(f.st.RevokeAdminToken(ctx, actor, &f.team.ID, token.ID))(t) })
+
+	check("CreateTier", func() {
+		must(f.st.CreateTier(ctx, actor, f.team.ID, store.Tier{Name: "core", Weight: 2, Limits: store.Limits{Budget: new(int64(5_000_000))}}))(t)
+	})
+	check("ChangeTier", func() {
+		must(f.st.ChangeTier(ctx, actor, f.team.ID, "core", func(tr store.Tier) store.Tier { tr.Weight = 3; return tr }))(t)
+	})
+	check("AssignTier", func() { must(f.st.AssignTier(ctx, actor, f.team.ID, f.member.ID, "core"))(t) })
+	var asked store.BudgetRequest
+	check("RequestBudget", func() {
+		asked = must(f.st.RequestBudget(ctx, store.MemberActor(f.member.ID), f.team.ID, f.member.ID, 1_000_000, "eval run"))(t)
+	})
+	check("ApproveBudgetRequest", func() { must(f.st.ApproveBudgetRequest(ctx, store.ActorCLI, f.team.ID, asked.ID, ""))(t) })
+	asked = must(f.st.RequestBudget(ctx, store.MemberActor(f.member.ID), f.team.ID, f.member.ID, 1_000_000, "again"))(t)
+	check("DeclineBudgetRequest", func() { must(f.st.DeclineBudgetRequest(ctx, store.ActorCLI, f.team.ID, asked.ID, "not now"))(t) })
+	must(f.st.AssignTier(ctx, actor, f.team.ID, f.member.ID, ""))(t)
+	check("DeleteTier", func() {
+		if err := f.st.DeleteTier(ctx, actor, f.team.ID, "core"); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	for writer := range auditedWriters {
 		if !checked[writer] {

@@ -48,6 +48,15 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		if err != nil {
 			return err
 		}
+		tierRows, err := s.q.TierListAll(ctx, tx)
+		if err != nil {
+			return err
+		}
+		// Monthly periods are the longest that reset; a total grant never ages.
+		grantRows, err := s.q.BudgetGrantListSince(ctx, tx, ptr(now.AddDate(0, -1, -1)))
+		if err != nil {
+			return err
+		}
 		// Limits were validated when set; one that no longer validates (a
 		// hand-edited row) falls back to no limit of that kind, loudly.
 		policy := func(what string, id int64, l Limits) limiter.Policy {
@@ -63,10 +72,43 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 			teams[i] = proxy.Team{ID: t.ID, Name: t.Name, Limits: policy("team", t.ID,
 				teamLimitRow(t).limits())}
 		}
-		memberLimits := make(map[int64]limiter.Policy, len(limitRows))
+		ownLimits := make(map[int64]Limits, len(limitRows))
 		for _, l := range limitRows {
-			memberLimits[l.MemberID] = policy("member", l.MemberID,
-				memberLimitRow(l).limits())
+			ownLimits[l.MemberID] = memberLimitRow(l).limits()
+		}
+		tierLimits := make(map[int64]Limits, len(tierRows))
+		for _, t := range tierRows {
+			tierLimits[t.ID] = tierFrom(t).Limits
+		}
+		type grantKey struct {
+			member int64
+			period string
+			start  time.Time
+		}
+		grants := make(map[grantKey]int64, len(grantRows))
+		for _, g := range grantRows {
+			if g.BudgetPeriod != nil && g.PeriodStart != nil {
+				grants[grantKey{g.MemberID, *g.BudgetPeriod, g.PeriodStart.UTC()}] += g.AmountMicros
+			}
+		}
+		// A member's limits are their tier's with their own on top, and their
+		// budget is raised by what was granted for the period now current
+		// only: a grant of an earlier period, or of another kind of period
+		// than the member now has, adds nothing.
+		memberPolicy := func(m db.MemberListAllRow) limiter.Policy {
+			own, ok := ownLimits[m.ID]
+			if !ok {
+				own = NoLimits()
+			}
+			tier := NoLimits()
+			if m.TierID != nil {
+				tier = tierLimits[*m.TierID]
+			}
+			l := Resolve(tier, own)
+			if l.Budget != nil {
+				l.Budget = ptr(*l.Budget + grants[grantKey{m.ID, l.BudgetPeriod, PeriodStart(l.BudgetPeriod, now)}])
+			}
+			return policy("member", m.ID, l)
 		}
 		keys := make([]proxy.Key, 0, len(keyRows))
 		for _, k := range keyRows {
@@ -79,7 +121,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		}
 		members := make([]proxy.Member, len(memberRows))
 		for i, m := range memberRows {
-			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberLimits[m.ID]}
+			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberPolicy(m)}
 		}
 		extraTargets := make(map[int64][]db.RouteTarget)
 		for _, t := range targetRows {
