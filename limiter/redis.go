@@ -288,7 +288,7 @@ func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decisi
 	sent := r.clock()
 	if d, ok := r.refusals.get(&req, sent); ok {
 		r.cachedRefusals.Add(1)
-		return d, r.settleAll(ctx, ss), nil
+		return d, r.SettleAll(ctx, ss), nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -306,7 +306,7 @@ func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decisi
 		sent = r.clock()
 		if d, ok := r.refusals.get(&req, sent); ok {
 			r.cachedRefusals.Add(1)
-			return d, r.settleAll(callCtx, ss), nil
+			return d, r.SettleAll(ctx, ss), nil
 		}
 	}
 	before := r.seenOf(req.Team)
@@ -731,16 +731,11 @@ func parseSettle(cmd *redis.Cmd) (SettleResult, error) {
 // applied or was a replay. A SETTLE is idempotent per request id, so a failed
 // one may be sent again.
 func (r *Redis) SettleAll(ctx context.Context, ss []Settlement) []error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	return r.settleAll(ctx, ss)
-}
-
-// settleAll is SettleAll on ctx, which bounds it.
-func (r *Redis) settleAll(ctx context.Context, ss []Settlement) []error {
 	if len(ss) == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	pipe := r.client.Pipeline()
 	cmds := r.queueSettles(ctx, pipe, ss)
 	_, _ = pipe.Exec(ctx)

@@ -47,15 +47,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		// leaves the earlier holds in place, which this admission counts.
 		earlier = g.settles.claim(r.Context(), req.Team, req.Member, memberSettleWait)
 	}
-	var dec limiter.Decision
-	var err error
-	if len(earlier) > 0 {
-		var errs []error
-		dec, errs, err = g.opts.Limiter.AdmitAfter(r.Context(), settlements(earlier), req)
-		g.settles.finish(earlier, errs)
-	} else {
-		dec, err = g.opts.Limiter.Admit(r.Context(), req)
-	}
+	dec, errs, err := g.opts.Limiter.AdmitAfter(r.Context(), settlements(earlier), req)
+	g.settles.finish(earlier, errs)
 	if err == nil && dec.Reason == limiter.ReasonRebuild {
 		if err = g.rebuild(r.Context(), t.key.TeamID); err == nil {
 			dec, err = g.opts.Limiter.Admit(r.Context(), req)
