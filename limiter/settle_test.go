@@ -254,10 +254,8 @@ func TestAdmitAfterSettlesFirst(t *testing.T) {
 			t.Fatal(err) // SETTLE is cached in Redis from here on
 		}
 		const n = 20
-		for i := range n + 1 {
-			if i == 1 {
-				trips.n.Store(0) // past the dial of the pipeline's connection
-			}
+		trips.n.Store(0)
+		for range n {
 			r.RequestID = rid()
 			d, errs, err := l.AdmitAfter(context.Background(), []limiter.Settlement{prev}, r)
 			if err != nil || !d.Allowed || errs[0] != nil {
