@@ -126,13 +126,14 @@ func (b *watchedBody) Close() error {
 	return err
 }
 
-// copyBuffers hands ReverseProxy 4 KiB copy buffers instead of a fresh 32 KiB one
+// copyBuffers hands ReverseProxy 2 KiB copy buffers instead of a fresh 32 KiB one
 // per response: at 5,000 open streams the default buffers were half the heap
-// (loadtest memory scenario), and SSE events are far smaller than 4 KiB.
+// (loadtest memory scenario), and SSE events are far smaller than 2 KiB. It is
+// the size of the Transport's read buffer, which a read this large bypasses.
 type copyBuffers struct{ pool sync.Pool }
 
 func newCopyBuffers() *copyBuffers {
-	return &copyBuffers{pool: sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}}
+	return &copyBuffers{pool: sync.Pool{New: func() any { b := make([]byte, 2<<10); return &b }}}
 }
 
 func (c *copyBuffers) Get() []byte  { return *c.pool.Get().(*[]byte) }
