@@ -92,3 +92,51 @@ func TestSkewedReplicaClockAcrossMidnight(t *testing.T) {
 		t.Fatalf("daily counter after the rebuild = %d µ$, want %d: the two requests of Redis's day (%d + %d)", got, want, first, second)
 	}
 }
+
+// TestSkewedReplicaFilesEveryPeriod: the ledger files a request under the
+// instant Redis charged it, so every budget that applies is rebuilt on its own
+// period, not only the tightest one. Here the member's monthly budget is the
+// tightest and the team's daily one looser; the replica's clock is still in
+// the day before Redis's (in the same month, unless Redis's day is the 1st).
+func TestSkewedReplicaFilesEveryPeriod(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(50_000), BudgetPeriod: "monthly"})
+	_, err := f.st.SetTeamLimits(context.Background(), store.ActorCLI, f.team.ID, store.Limits{RatePeriod: time.Second,
+		Budget: dollarsPtr(5_000_000), BudgetPeriod: "daily"})
+	must(t, err)
+	start := time.Now()
+	redisStart := start.UTC().Truncate(24 * time.Hour).Add(24*time.Hour + 2*time.Minute)
+	redisNow := func() time.Time { return redisStart.Add(time.Since(start)) }
+	replicaNow := func() time.Time { return redisNow().Add(-4 * time.Minute) }
+	gw := f.replicaWith(t, nil, app.WithLimiterClock(redisNow), app.WithClock(replicaNow))
+	waitForBudget(t, gw, f)
+	eventually(t, 10*time.Second, "team budget reaches the replica", func() bool {
+		tm, _ := gw.App.Snapshots.Current().Team(f.team.ID)
+		return tm.Limits.Budget != nil
+	})
+	call := func(what string) int64 {
+		t.Helper()
+		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", what, r.status, r.body)
+		}
+		if got := r.header.Get("X-Budget-Remaining-Micros"); got == "" {
+			t.Fatalf("%s: no budget header", what)
+		}
+		return ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)).CostMicros
+	}
+	first := call("admission on Redis's day, the replica's clock still in yesterday")
+	c := redistest.Client(t)
+	keys, err := c.Keys(context.Background(), f.redisPrefix+"*").Result()
+	must(t, err)
+	must(t, c.Del(context.Background(), keys...).Err())
+	second := call("the first admission after the loss")
+
+	lim := limiter.NewRedis(c, limiter.RedisOptions{Prefix: f.redisPrefix, Now: redisNow})
+	_, team, err := lim.Spent(context.Background(), strconv.FormatInt(f.team.ID, 10), limiter.PeriodDaily)
+	must(t, err)
+	if want := first + second; team != want {
+		t.Fatalf("team's daily counter after the rebuild = %d µ$, want %d: the two requests of Redis's day (%d + %d)", team, want, first, second)
+	}
+}

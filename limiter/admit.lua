@@ -451,15 +451,15 @@ end
 
 -- ledger_reply packs a ledger reply: the seven common numbers, then too large, budget
 -- remaining, budget scope, budget resets at, the hold's epoch, the number of expired
--- holds, the team's epoch and seq before this call, then each expired hold's hold
+-- holds, the team's epoch and seq before this call, now, then each expired hold's hold
 -- and tokens; with expired holds, a table of it and each one's request id and meta.
 local function ledger_reply(r, large, brem, bscope, bnext, ep)
   local n = 0
   if expired then
     n = #expired / 4
   end
-  local packed = pack('<ddddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n,
-    epoch, seq)
+  local packed = pack('<dddddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n,
+    epoch, seq, now)
   if n == 0 then
     return packed
   end

@@ -373,6 +373,10 @@ type Decision struct {
 	Expired []ExpiredHold
 	// Degraded is set when the decision was made without Redis (fail-open).
 	Degraded bool
+	// At is the limiter's clock (Redis TIME) when it decided a request that can
+	// hold a reservation: the instant it charged the budget periods at, which the
+	// ledger files the request under. Zero for other decisions.
+	At time.Time
 }
 
 // ExpiredHold is a hold whose lease ended before its request was settled.

@@ -150,6 +150,7 @@ func decide(checks []check, a *admission) Decision {
 			Reset: time.Duration(worst.resetUS) * time.Microsecond, RetryAfter: time.Duration(worst.retryUS) * time.Microsecond,
 			BudgetRemaining: -1}
 		if a != nil {
+			d.At = time.UnixMicro(a.now).UTC()
 			a.refused(&d, worst)
 		}
 		return d
@@ -165,6 +166,7 @@ func decide(checks []check, a *admission) Decision {
 		d.Reset = time.Duration(tightest.resetUS) * time.Microsecond
 	}
 	if a != nil {
+		d.At = time.UnixMicro(a.now).UTC()
 		a.admitted(&d)
 	}
 	return d

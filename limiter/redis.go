@@ -489,7 +489,7 @@ func parseAdmit(reply any) (Decision, generation, error) {
 		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %q", reply)
 	}
 	n := doubles(packed)
-	if (len(n) != 7 && len(n) < 15) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
+	if (len(n) != 7 && len(n) < 16) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
 		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d := Decision{
@@ -505,11 +505,11 @@ func parseAdmit(reply any) (Decision, generation, error) {
 	if len(n) == 7 {
 		return d, generation{}, nil
 	}
-	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 15+2*int(n[12]) || len(rest) != 2*int(n[12]) {
+	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 16+2*int(n[12]) || len(rest) != 2*int(n[12]) {
 		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d.TooLarge = n[7] == 1
-	d.BudgetRemaining, d.BudgetScope, d.Epoch = n[8], replyScopes[n[9]], n[11]
+	d.BudgetRemaining, d.BudgetScope, d.Epoch, d.At = n[8], replyScopes[n[9]], n[11], time.UnixMicro(n[15]).UTC()
 	if n[10] > 0 {
 		d.BudgetResetsAt = time.UnixMicro(n[10]).UTC()
 	}
@@ -521,7 +521,7 @@ func parseAdmit(reply any) (Decision, generation, error) {
 			if !ok1 || !ok2 {
 				return Decision{}, generation{}, fmt.Errorf("unexpected expired hold in admit reply %v", rest[2*i:2*i+2])
 			}
-			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[15+2*i], Tokens: n[16+2*i], Meta: meta}
+			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[16+2*i], Tokens: n[17+2*i], Meta: meta}
 		}
 	}
 	return d, generation{epoch: n[13], seq: n[14]}, nil

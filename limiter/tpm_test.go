@@ -80,7 +80,7 @@ func TestTPMNumbers(t *testing.T) {
 			}
 			d := admit(t, l, req(150))
 			want := limiter.Decision{Reason: limiter.ReasonTPM, Scope: limiter.ScopeMember, Limit: 600, Remaining: 100,
-				Reset: 50 * time.Second, RetryAfter: 5 * time.Second, BudgetRemaining: -1}
+				Reset: 50 * time.Second, RetryAfter: 5 * time.Second, BudgetRemaining: -1, At: clk.Now().UTC()}
 			if !sameDecision(d, want) {
 				t.Fatalf("150 with 100 left:\ngot  %+v\nwant %+v", d, want)
 			}

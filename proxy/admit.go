@@ -66,7 +66,12 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		w.Header().Set("X-Budget-Remaining-Micros", strconv.FormatInt(dec.BudgetRemaining, 10))
 	}
 	if dec.Allowed {
-		t.start = onChargedPeriod(t.start, dec, member, team)
+		if !dec.At.IsZero() {
+			// The ledger files the request under the instant the limiter charged it:
+			// a rebuild sums each budget period by created_at, so a replica whose
+			// clock is off near midnight must not file it under another day.
+			t.start = dec.At
+		}
 		return dec, true
 	}
 	g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", t.requestID),
@@ -104,39 +109,6 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		WriteError(w, d, &Error{Kind: KindUnavailable, Message: "the gateway cannot check limits right now; retry shortly"})
 	}
 	return dec, false
-}
-
-// onChargedPeriod moves at, on this replica's clock, into the budget period the
-// admission charged, on the limiter's clock (Redis TIME): a rebuild sums each
-// period by the ledger rows' created_at, so a replica whose clock is off near
-// midnight must not file a request under another day than Redis charged it to.
-// The period is that of the budget the decision reports (the tightest); at is
-// left alone when it already lies in it, or when no budget applies.
-func onChargedPeriod(at time.Time, dec limiter.Decision, member Member, team Team) time.Time {
-	b := member.Limits.Budget
-	if dec.BudgetScope == limiter.ScopeTeam {
-		b = team.Limits.Budget
-	}
-	if b == nil || dec.BudgetResetsAt.IsZero() {
-		return at
-	}
-	end := dec.BudgetResetsAt
-	var start time.Time
-	switch b.Period {
-	case limiter.PeriodDaily:
-		start = end.AddDate(0, 0, -1)
-	case limiter.PeriodMonthly:
-		start = end.AddDate(0, -1, 0)
-	default:
-		return at
-	}
-	switch {
-	case at.Before(start):
-		return start
-	case !at.Before(end):
-		return end.Add(-time.Microsecond) // Postgres keeps microseconds
-	}
-	return at
 }
 
 func whose(s limiter.Scope) string {

@@ -65,8 +65,9 @@ type Options struct {
 	UpstreamObservers []UpstreamObserver
 	// Transport carries upstream requests (default NewTransport(TransportOptions{})).
 	Transport http.RoundTripper
-	// Now is this replica's clock: key expiry, a request's start and its ledger
-	// row's times (default time.Now). Budget periods are read on the limiter's.
+	// Now is this replica's clock: key expiry and the ledger row's times (default
+	// time.Now), except its created_at, which is the limiter's clock when it has
+	// one (Decision.At): budget periods are read on the limiter's.
 	Now func() time.Time
 	// Limiter admits each request: revocation, cut-off, rate and concurrency, in
 	// one call (default an in-process limiter, right only for a single replica).
@@ -155,7 +156,7 @@ const RequestIDHeader = "X-Tollgate-Request-Id"
 // read it from the request context.
 type target struct {
 	requestID  string
-	start      time.Time // on this replica's clock (Options.Now), for the ledger
+	start      time.Time // the ledger's created_at: the limiter's Decision.At, else Options.Now
 	began      time.Time // time.Now, for durations
 	key        Key
 	route      Route
