@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/limiter/redistest"
 )
@@ -168,10 +170,20 @@ func TestUnderEstimateIsCarriedAsDebt(t *testing.T) {
 
 // TestSettleAllIsExact settles a batch (one pipeline on Redis) exactly: each hold
 // is replaced by its cost, a replayed batch changes nothing, and a batch sent to
-// a Redis that lost its script cache (SCRIPT FLUSH) is still applied once.
+// a Redis that lost its script cache (SCRIPT FLUSH) is still applied once. Its
+// Redis is its own: a SCRIPT FLUSH on the shared server would reach every test.
 func TestSettleAllIsExact(t *testing.T) {
 	t.Parallel()
-	_, ls := bothLimiters(t)
+	clk := newClock()
+	client := redis.NewClient(&redis.Options{Addr: redistest.StartServer(t).Addr()})
+	t.Cleanup(func() { client.Close() })
+	ls := map[string]limiter.Limiter{
+		"Redis": limiter.NewRedis(client, limiter.RedisOptions{Prefix: redistest.Prefix(t), Timeout: testTimeout, Now: clk.Now}),
+		"Local": limiter.NewLocal(clk.Now),
+	}
+	for _, l := range ls {
+		rebuildEmpty(t, l, "team", clk.Now)
+	}
 	for name, l := range ls {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -197,7 +209,7 @@ func TestSettleAllIsExact(t *testing.T) {
 			check(first)
 			check(first) // a replay
 			if _, ok := l.(*limiter.Redis); ok {
-				if err := redistest.Client(t).ScriptFlush(context.Background()).Err(); err != nil {
+				if err := client.ScriptFlush(context.Background()).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
