@@ -460,16 +460,19 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 		if err != nil {
 			return err
 		}
-		limits := make([]store.Limits, len(members))
-		for i, m := range members {
-			if limits[i], err = c.st.MemberLimits(ctx, t.ID, m.ID); err != nil {
-				return err
-			}
+		// The limits that bind: tier, own and this period's grants.
+		limits, err := c.st.TeamMemberLimits(ctx, t.ID)
+		if err != nil {
+			return err
 		}
 		return c.print(members, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tEMAIL\tROLE\tSTATUS\tLIMITS")
-			for i, m := range members {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.Status, describeLimits(limits[i]))
+			for _, m := range members {
+				l, ok := limits[m.ID]
+				if !ok {
+					l = store.NoLimits()
+				}
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.Status, describeLimits(l))
 			}
 		})
 	case "keys":

@@ -80,35 +80,9 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		for _, t := range tierRows {
 			tierLimits[t.ID] = tierFrom(t).Limits
 		}
-		type grantKey struct {
-			member int64
-			period string
-			start  time.Time
-		}
-		grants := make(map[grantKey]int64, len(grantRows))
-		for _, g := range grantRows {
-			if g.BudgetPeriod != nil && g.PeriodStart != nil {
-				grants[grantKey{g.MemberID, *g.BudgetPeriod, g.PeriodStart.UTC()}] += g.AmountMicros
-			}
-		}
-		// A member's limits are their tier's with their own on top, and their
-		// budget is raised by what was granted for the period now current
-		// only: a grant of an earlier period, or of another kind of period
-		// than the member now has, adds nothing.
+		grants := grantSumsOf(grantRows)
 		memberPolicy := func(m db.MemberListAllRow) limiter.Policy {
-			own, ok := ownLimits[m.ID]
-			if !ok {
-				own = NoLimits()
-			}
-			tier := NoLimits()
-			if m.TierID != nil {
-				tier = tierLimits[*m.TierID]
-			}
-			l := Resolve(tier, own)
-			if l.Budget != nil {
-				l.Budget = ptr(*l.Budget + grants[grantKey{m.ID, l.BudgetPeriod, PeriodStart(l.BudgetPeriod, now)}])
-			}
-			return policy("member", m.ID, l)
+			return policy("member", m.ID, grants.binding(m.ID, m.TierID, tierLimits, ownLimits, now))
 		}
 		keys := make([]proxy.Key, 0, len(keyRows))
 		for _, k := range keyRows {

@@ -150,6 +150,10 @@ func TestBudgetRequestApproveDecline(t *testing.T) {
 	if e := must(f.st.EffectiveLimits(ctx, f.team.ID, f.member.ID))(t); e.Granted != 20_000_001 {
 		t.Fatalf("EffectiveLimits granted %d", e.Granted)
 	}
+	// The dashboard and `admin list members` show what binds: the tier's budget and the grant.
+	if l := must(f.st.TeamMemberLimits(ctx, f.team.ID))(t)[f.member.ID]; l.Budget == nil || *l.Budget != 30_000_001 {
+		t.Fatalf("TeamMemberLimits = %+v; want the tier's budget raised by the grant", l)
+	}
 	// Decided once: neither a second approval nor a decline changes it.
 	var state *store.StateError
 	if _, err := f.st.ApproveBudgetRequest(ctx, owner, f.team.ID, asked.ID, ""); !errors.As(err, &state) {
