@@ -78,9 +78,9 @@ func storm(ctx context.Context, c *cluster, o options) (table, error) {
 			})
 		}
 		wg.Wait()
-		c.stopReplicas()
 		sent, refused, err := mockCounts(mockURL)
 		c.stopProc(mockProc)
+		c.stopReplicas()
 		if err != nil {
 			return t, err
 		}
