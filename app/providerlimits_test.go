@@ -72,18 +72,14 @@ func TestProviderLimitHeldOnEveryReplica(t *testing.T) {
 	limited, url := limitedUpstream(t, 1, nil)
 	addLimitedRoute(t, f, "/limited", url, nil)
 	a, b := f.replica(t), f.replica(t)
-	for _, r := range []string{a.URL, b.URL} {
-		if got := callPrefix(t, r, f.key, "/anthropic"); got.status != http.StatusOK {
-			t.Fatalf("plain route: %d %s", got.status, got.body)
-		}
-	}
-	if r := callPrefix(t, a.URL, f.key, "/limited"); r.status != http.StatusOK {
+	plainOK(t, f, a.URL, b.URL)
+	if r := callOwnSlot(t, f, a.URL, "/limited"); r.status != http.StatusOK {
 		t.Fatalf("first request: %d %s", r.status, r.body)
 	}
 	var refusals []response
-	refusals = append(refusals, callPrefix(t, a.URL, f.key, "/limited"))
+	refusals = append(refusals, callOwnSlot(t, f, a.URL, "/limited"))
 	eventually(t, 5*time.Second, "replica B learns the exhausted account", func() bool {
-		r := callPrefix(t, b.URL, f.key, "/limited")
+		r := callOwnSlot(t, f, b.URL, "/limited")
 		if r.status == http.StatusTooManyRequests && strings.Contains(r.body, "did not send") {
 			refusals = append(refusals, r)
 			return true
@@ -103,11 +99,7 @@ func TestProviderLimitHeldOnEveryReplica(t *testing.T) {
 		t.Errorf("the limited account saw %d requests, %d refused; want one admitted", sent, refused)
 	}
 	// The slot is free (concurrency 1) and nothing was charged for the refusals.
-	for _, r := range []string{a.URL, b.URL} {
-		if got := callPrefix(t, r, f.key, "/anthropic"); got.status != http.StatusOK {
-			t.Fatalf("after the refusals: %d %s", got.status, got.body)
-		}
-	}
+	plainOK(t, f, a.URL, b.URL)
 	time.Sleep(300 * time.Millisecond) // past a ledger flush
 	rows, err := f.st.Ledger(context.Background(), f.team.ID, nil, time.Time{}, 1000)
 	must(t, err)
@@ -122,6 +114,30 @@ func TestProviderLimitHeldOnEveryReplica(t *testing.T) {
 	}
 	if refusedRows < len(refusals) {
 		t.Errorf("%d ledger rows of unsent requests, want %d", refusedRows, len(refusals))
+	}
+}
+
+// callOwnSlot is callPrefix for a member whose one concurrency slot comes
+// back when the previous request's settle has run, just after its response:
+// a refusal for the slot is repeated, for up to 3s. A hold left behind would
+// keep the slot taken for the whole 15-minute lease.
+func callOwnSlot(t *testing.T, f *fixture, baseURL, prefix string) response {
+	t.Helper()
+	var got response
+	eventually(t, 3*time.Second, "the member's slot is free on "+baseURL, func() bool {
+		got = callPrefix(t, baseURL, f.key, prefix)
+		return !strings.Contains(got.body, "requests in flight")
+	})
+	return got
+}
+
+// plainOK sends one request to the plain route through each replica.
+func plainOK(t *testing.T, f *fixture, replicas ...string) {
+	t.Helper()
+	for _, r := range replicas {
+		if got := callOwnSlot(t, f, r, "/anthropic"); got.status != http.StatusOK {
+			t.Fatalf("plain route: %d %s", got.status, got.body)
+		}
 	}
 }
 
