@@ -70,7 +70,7 @@ func main() {
 	}
 	var o options
 	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation, burst, storm")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs (storm: at most 20s)")
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs (storm: 10s to 20s)")
 	flag.DurationVar(&o.overheadDuration, "overhead-duration", 20*time.Second, "overhead: load per path and request kind")
 	flag.IntVar(&o.rate, "rate", 1000, "overhead: requests per second, open loop")
 	flag.DurationVar(&o.throughputDuration, "throughput-duration", 10*time.Second, "throughput: closed-loop load per path")
