@@ -31,6 +31,7 @@ import (
 	"github.com/tollgate/tollgate/migrations"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/breaker"
+	"github.com/tollgate/tollgate/proxy/providerlimits"
 )
 
 // App is one gateway replica.
@@ -150,6 +151,13 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		a.Close()
 		return nil, err
 	}
+	var limits *providerlimits.Tracker
+	if cfg.ProviderRateLimits {
+		limits = providerlimits.New(providerlimits.Options{MaxWait: offIsNegative(cfg.ProviderLimitWait), Share: cfg.Replicas})
+		if redisClient != nil {
+			limits.Share(redisClient, providerlimits.ShareOptions{Prefix: cfg.RedisKeyPrefix, Logger: log})
+		}
+	}
 	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: offIsNegative(cfg.UpstreamFirstByteTimeout),
 		MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes}), lim)
 	a.gateway = proxy.New(proxy.Options{
@@ -176,9 +184,11 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		MaxInflatedBytes:  offIsNegative(cfg.MaxInflatedBodyBytes),
 		Observers:         append(observers, a.live),
 		Resilience:        o.resilience,
+		ProviderLimits:    limits,
 		UpstreamObservers: []proxy.UpstreamObserver{m, upstreamLog{log}},
 	})
 	m.WatchSettles(a.gateway.SettleStats)
+	m.WatchProviderLimits(a.gateway.ProviderLimitStats)
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
 		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live})
 	a.api = api.New(api.Options{Store: st, Limiter: lim, Redis: redisLimiter, Logger: log, PublicURL: cfg.PublicURL,
@@ -226,6 +236,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	defer stopSnapshots()
 	go a.Snapshots.Run(runCtx)
 	go a.gateway.RunHealthProbes(runCtx)
+	go a.gateway.RunProviderLimits(runCtx)
 	// The ledger outlives the listener: requests drained at shutdown still settle,
 	// and its final flush runs once they have.
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))

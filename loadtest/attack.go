@@ -32,10 +32,15 @@ func (o outcome) count(code int) int { return o.Codes[strconv.Itoa(code)] }
 // loop, so a slow gateway cannot slow the load down and hide its latency),
 // round-robin over the replicas, with the member's key.
 func attack(name string, replicas []string, key string, rate int, d time.Duration) outcome {
+	return attackPath(name, replicas, key, "/anthropic", rate, d)
+}
+
+// attackPath is attack on the Anthropic route at prefix.
+func attackPath(name string, replicas []string, key, prefix string, rate int, d time.Duration) outcome {
 	header := http.Header{"X-Api-Key": {key}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}}
 	targets := make([]vegeta.Target, len(replicas))
 	for i, r := range replicas {
-		targets[i] = vegeta.Target{Method: http.MethodPost, URL: r + "/anthropic/v1/messages", Body: []byte(messagesBody), Header: header}
+		targets[i] = vegeta.Target{Method: http.MethodPost, URL: r + prefix + "/v1/messages", Body: []byte(messagesBody), Header: header}
 	}
 	attacker := vegeta.NewAttacker(vegeta.KeepAlive(true), vegeta.Timeout(10*time.Second), vegeta.MaxWorkers(512))
 	var m vegeta.Metrics

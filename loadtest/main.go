@@ -1,7 +1,7 @@
 // Command loadtest runs tollgate's load scenarios on loopback and prints one table
 // per scenario; raw results go to loadtest/results/ (git-ignored) as JSON.
 //
-//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation,burst] [-duration 30s] ...
+//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation,burst,storm] [-duration 30s] ...
 //
 // Every scenario starts what it needs (its own database, Redis prefix, mock
 // provider, gateway processes and, for the comparisons, a bare ReverseProxy and
@@ -69,8 +69,8 @@ func main() {
 		}
 	}
 	var o options
-	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation, burst")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs")
+	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation, burst, storm")
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs (storm: 10s to 20s)")
 	flag.DurationVar(&o.overheadDuration, "overhead-duration", 20*time.Second, "overhead: load per path and request kind")
 	flag.IntVar(&o.rate, "rate", 1000, "overhead: requests per second, open loop")
 	flag.DurationVar(&o.throughputDuration, "throughput-duration", 10*time.Second, "throughput: closed-loop load per path")
@@ -95,7 +95,7 @@ func main() {
 	}
 
 	scenarios := []scenario{{"correctness", correctness}, {"isolation", isolation}, {"overhead", overhead},
-		{"throughput", throughput}, {"memory", memory}, {"propagation", propagation}, {"burst", burst}}
+		{"throughput", throughput}, {"memory", memory}, {"propagation", propagation}, {"burst", burst}, {"storm", storm}}
 	chosen := map[string]bool{}
 	for _, name := range strings.Split(*which, ",") {
 		name = strings.TrimSpace(name)

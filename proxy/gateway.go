@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy/providerlimits"
 	"github.com/tollgate/tollgate/proxy/usage"
 )
 
@@ -61,6 +62,9 @@ type Options struct {
 	MemberQueueWait   time.Duration
 	// Resilience tunes breakers, ejection, retries and health probes.
 	Resilience ResilienceOptions
+	// ProviderLimits tracks the provider accounts' own rate limits, so requests
+	// are not sent into a known 429 (default nil: not tracked).
+	ProviderLimits *providerlimits.Tracker
 	// UpstreamObservers learn of breaker transitions, ejections and retries.
 	UpstreamObservers []UpstreamObserver
 	// Transport carries upstream requests (default NewTransport(TransportOptions{})).
@@ -136,7 +140,7 @@ func New(opts Options) *Gateway {
 	g := &Gateway{opts: opts, inFlight: inFlightCap{limit: int64(opts.MaxInFlight)},
 		members: newMemberGates(opts.MemberMaxInFlight, opts.MemberQueueDepth, opts.MemberQueueWait),
 		settles: newSettles(opts.Limiter, opts.Logger)}
-	g.balancer = &balancer{next: opts.Transport, getenv: opts.Getenv, log: opts.Logger,
+	g.balancer = &balancer{next: opts.Transport, getenv: opts.Getenv, log: opts.Logger, limits: opts.ProviderLimits,
 		ups: newUpstreams(opts.Resilience, opts.Now, opts.UpstreamObservers)}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        rewrite,
@@ -174,6 +178,10 @@ type target struct {
 	ttfb   time.Duration
 	tap    *usage.Tap // reads the usage from a metered response
 	failed string     // Outcome.UpstreamError
+	// The first attempt's claim on its target's provider capacity, and how
+	// long it waited for it.
+	reservation providerlimits.Reservation
+	queued      time.Duration
 }
 
 type targetKey struct{}
@@ -472,6 +480,7 @@ func (g *Gateway) missingCredential(route Route) string {
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	t := resp.Request.Context().Value(targetKey{}).(*target)
 	t.status, t.ttfb = resp.StatusCode, time.Since(t.began)
+	setQueued(resp.Header, t)
 	// An upstream that reflects request headers must not hand the credential
 	// back, nor may any upstream set cookies on the gateway's origin.
 	secret := injectedSecret(&t.route, t.credential)
@@ -559,6 +568,12 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 		setRetryHeaders(w.Header(), noTarget.retryIn)
 		e = &Error{Kind: KindUnavailable, Message: "the upstream is failing, so the gateway is not sending it traffic for now; retry after " +
 			strconv.FormatInt(ceilSeconds(noTarget.retryIn), 10) + "s"}
+	case errors.As(err, new(*errProviderLimited)):
+		limited, _ := errors.AsType[*errProviderLimited](err)
+		t.failed = "provider_limited"
+		setRetryHeaders(w.Header(), limited.retryIn)
+		e = &Error{Kind: KindRateLimit, Message: "the provider account's rate limit for this route is reached, so the gateway did not send the request; retry after " +
+			strconv.FormatInt(ceilMillis(limited.retryIn), 10) + " ms"}
 	case errors.As(err, new(*responseTooLarge)):
 		t.failed = "response_too_large"
 		e = &Error{Kind: KindUpstream, Message: err.Error()}
@@ -581,7 +596,12 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 		t.failed = "unreachable"
 		e = &Error{Kind: KindUpstream, Message: "the upstream could not be reached"}
 	}
-	log.Warn("upstream request failed", "err", redact(err.Error(), t.credential))
+	level := slog.LevelWarn
+	if t.failed == "provider_limited" {
+		level = slog.LevelInfo // a refusal, as a member's limit is, not a failure
+	}
+	log.Log(r.Context(), level, "upstream request failed", "err", redact(err.Error(), t.credential))
+	setQueued(w.Header(), t)
 	WriteError(w, t.route.Dialect, e)
 }
 

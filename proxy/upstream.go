@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/proxy/breaker"
+	"github.com/tollgate/tollgate/proxy/providerlimits"
 )
 
 // Target is one upstream a route spreads its traffic over: a provider account,
@@ -334,6 +335,7 @@ func (b *retryBudget) allowRetry(now time.Time, ratio float64, minRetries int) b
 type balancer struct {
 	next   http.RoundTripper
 	ups    *upstreams
+	limits *providerlimits.Tracker // nil: the providers' own limits are not tracked
 	getenv func(string) string
 	log    *slog.Logger
 }
@@ -354,7 +356,7 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 		budget.request(b.ups.now())
 	}
 	usable := func(tg *Target) bool { return route.CredentialHeader == "" || b.getenv(tg.CredentialEnv) != "" }
-	i, h, permit, err := b.ups.pick(route, 0, usable)
+	i, h, permit, err := b.pickFirst(ctx, route, usable, t)
 	if err != nil {
 		return nil, err
 	}
@@ -376,12 +378,21 @@ func (b *balancer) RoundTrip(out *http.Request) (*http.Response, error) {
 			// would flush the headers in a write of their own before the body.
 			if req.Body, err = out.GetBody(); err != nil {
 				b.ups.record(tg, h, permit, attemptNeutral)
+				if n == 1 {
+					t.reservation.Cancel()
+				}
 				return nil, err
 			}
 		}
 		b.aim(req, t, tg)
 		h.inFlight.Add(1)
+		var res providerlimits.Reservation
+		if n == 1 {
+			res = t.reservation
+		}
+		sentAt := b.limitsNow()
 		resp, err := b.next.RoundTrip(req)
+		b.observeLimits(tg, res, sentAt, resp)
 		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
 			// The gateway never asks for an upgrade (checkRequestShape refuses it).
 			resp.Body.Close()

@@ -134,6 +134,15 @@ type Config struct {
 	// ConcurrencyLease is how long a request holds its concurrency slot at most; a
 	// crashed replica's slots come back after it. CONCURRENCY_LEASE, default 15m.
 	ConcurrencyLease time.Duration
+	// ProviderRateLimits makes the gateway learn each provider account's own
+	// rate limits from the upstream's rate-limit headers and 429s, shared
+	// across replicas through Redis, and hold or refuse requests instead of
+	// sending them into a known 429. PROVIDER_RATE_LIMITS, default true.
+	ProviderRateLimits bool
+	// ProviderLimitWait is how long a request may wait for an exhausted
+	// account's capacity before the gateway answers 429 itself; 0 never waits.
+	// PROVIDER_LIMIT_WAIT, default 2s.
+	ProviderLimitWait time.Duration
 
 	// AdminAddr is the operator's listener (/healthz, /readyz, /metrics,
 	// /debug/pprof), apart from tenant traffic; "" when switched off. ADMIN_ADDR,
@@ -184,6 +193,8 @@ func Load(getenv func(string) string) (Config, error) {
 		RedisPoolSize:            int(p.int64("REDIS_POOL_SIZE", 16, 1)),
 		Replicas:                 int(p.int64("GATEWAY_REPLICAS", 1, 1)),
 		ConcurrencyLease:         p.duration("CONCURRENCY_LEASE", 15*time.Minute, time.Second),
+		ProviderRateLimits:       p.bool("PROVIDER_RATE_LIMITS", true),
+		ProviderLimitWait:        p.duration("PROVIDER_LIMIT_WAIT", 2*time.Second, 0),
 	}
 	c.PublicURL = p.str("PUBLIC_URL", defaultPublicURL(getenv, c.ListenAddr))
 	p.checkDatabaseURL(c.DatabaseURL)

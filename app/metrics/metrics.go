@@ -26,6 +26,7 @@ import (
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/breaker"
+	"github.com/tollgate/tollgate/proxy/providerlimits"
 )
 
 // Snapshots is the config the collectors read at scrape time; *snapshot.Source is one.
@@ -281,7 +282,7 @@ var refusals = set("bad_request", "invalid_key", "revoked", "expired", "cut_off"
 	"bad_body", "ledger_unavailable", "rate", "concurrency", "tpm", "budget", "unavailable", "rebuild")
 
 var upstreamErrors = set("forbidden_address", "timeout", "unreachable", "client_gone", "circuit_open",
-	"response_too_large", "request_timeout", "stream_idle")
+	"response_too_large", "request_timeout", "stream_idle", "provider_limited")
 
 func codeClass(status int) string {
 	if status < 100 || status > 599 {
@@ -336,6 +337,43 @@ func (m *Metrics) WatchSettles(read func() proxy.SettleStats) {
 			"Settles that did not simply run once after their response: retried after a failure, abandoned after every "+
 				"retry (the hold is charged in full when its lease ends), or run on the request because the queue was full.",
 			[]string{"outcome"}, nil)})
+}
+
+// WatchProviderLimits reports what the gateway learned of each provider
+// target's account (proxy/providerlimits): the capacity the provider last
+// said was left, and the requests held or refused because of it. Targets are
+// labelled by upstream host and credential variable, the operator's config.
+func (m *Metrics) WatchProviderLimits(read func() []providerlimits.Stat) {
+	m.reg.MustRegister(providerLimitCollector{read: read,
+		remaining: prometheus.NewDesc("tollgate_provider_limit_remaining",
+			"What the provider last reported left of the account's rate limit, by kind (requests, tokens); absent until it has.",
+			[]string{"upstream", "credential", "kind"}, nil),
+		decisions: prometheus.NewDesc("tollgate_provider_limit_decisions_total",
+			"Requests the gateway held (waited for the account's capacity, then sent) or refused with its own 429 "+
+				"instead of sending them into a known provider 429.",
+			[]string{"upstream", "credential", "decision"}, nil)})
+}
+
+type providerLimitCollector struct {
+	read                 func() []providerlimits.Stat
+	remaining, decisions *prometheus.Desc
+}
+
+func (c providerLimitCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.remaining
+	ch <- c.decisions
+}
+
+func (c providerLimitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.read() {
+		for kind, n := range map[string]int64{"requests": s.RequestsRemaining, "tokens": s.TokensRemaining} {
+			if n >= 0 {
+				ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(n), s.Upstream, s.Credential, kind)
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(s.Held), s.Upstream, s.Credential, "held")
+		ch <- prometheus.MustNewConstMetric(c.decisions, prometheus.CounterValue, float64(s.Refused), s.Upstream, s.Credential, "refused")
+	}
 }
 
 type settleCollector struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/estimate"
+	"github.com/tollgate/tollgate/proxy/providerlimits"
 	"github.com/tollgate/tollgate/proxy/usage"
 )
 
@@ -121,5 +122,30 @@ func TestSecurityEventsCounted(t *testing.T) {
 	m.SecurityEvent("api_key", "refused_invalid")
 	if !strings.Contains(scrape(t, m), `tollgate_security_events_total{control="api_key",outcome="refused_invalid"} 2`) {
 		t.Error("security events not counted")
+	}
+}
+
+// TestProviderLimitsReported: the learned remaining capacity per target and
+// the requests held or refused because of it, labelled by the operator's
+// upstream and credential variable; a capacity not yet reported is absent.
+func TestProviderLimitsReported(t *testing.T) {
+	t.Parallel()
+	m := newMetrics()
+	m.WatchProviderLimits(func() []providerlimits.Stat {
+		return []providerlimits.Stat{{Key: providerlimits.Key{ID: "x", Upstream: "api.anthropic.com", Credential: "ANTHROPIC_API_KEY"},
+			RequestsRemaining: 7, TokensRemaining: -1, Held: 3, Refused: 2}}
+	})
+	body := scrape(t, m)
+	for _, want := range []string{
+		`tollgate_provider_limit_remaining{credential="ANTHROPIC_API_KEY",kind="requests",upstream="api.anthropic.com"} 7`,
+		`tollgate_provider_limit_decisions_total{credential="ANTHROPIC_API_KEY",decision="held",upstream="api.anthropic.com"} 3`,
+		`tollgate_provider_limit_decisions_total{credential="ANTHROPIC_API_KEY",decision="refused",upstream="api.anthropic.com"} 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `kind="tokens"`) {
+		t.Error("a tokens capacity never reported is exported")
 	}
 }

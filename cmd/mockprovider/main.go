@@ -34,6 +34,8 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&opts.Latency, "latency", 0, "wait before response headers")
 	fs.DurationVar(&opts.EventInterval, "event-interval", 0, "wait between SSE events")
 	fs.IntVar(&opts.OutputTokens, "output-tokens", 16, "completion length in tokens when the request doesn't cap it lower")
+	fs.IntVar(&opts.RequestsPerMinute, "rpm", 0, "the account's requests per minute: rate-limit headers on every answer, 429 past it (0: no limit)")
+	fs.IntVar(&opts.TokensPerMinute, "tpm", 0, "the account's tokens per minute (input plus capped output), likewise")
 	logPath := fs.String("log", "", "append one JSON usage record per request to this file")
 	_ = fs.Parse(args) // ExitOnError
 

@@ -13,6 +13,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -29,11 +30,17 @@ type Options struct {
 	EventInterval time.Duration // wait between SSE events
 	OutputTokens  int           // completion length when the request doesn't cap it lower; 0 means 16
 	LogWriter     io.Writer     // optional: one JSON line appended per Record
+	// RequestsPerMinute and TokensPerMinute are the account's own limits,
+	// shared by every request: each answer carries the provider's rate-limit
+	// headers, and a request past either gets 429 (0: no limit).
+	RequestsPerMinute int
+	TokensPerMinute   int
 }
 
 // Server is the fake upstream, an http.Handler safe for concurrent use.
 type Server struct {
 	opts    Options
+	account *account      // nil without an account limit
 	arrived atomic.Uint64 // numbers requests so the log keeps arrival order
 
 	mu      sync.Mutex
@@ -50,7 +57,7 @@ func New(opts Options) *Server {
 	if opts.OutputTokens <= 0 {
 		opts.OutputTokens = 16
 	}
-	return &Server{opts: opts}
+	return &Server{opts: opts, account: newAccount(opts.RequestsPerMinute, opts.TokensPerMinute)}
 }
 
 // Records returns a copy of the log in arrival order. A request appears once its response
@@ -146,11 +153,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	x.rec.Model, x.rec.Stream = req.Model, req.Stream
+	if s.account != nil && s.account.admit(w.Header(), x.p, countInput(&req)+min(x.k.outputTokens, capOf(&req))) > 0 {
+		x.fail(http.StatusTooManyRequests, "rate limit exceeded: the account's requests or tokens per minute (mock -rpm, -tpm)")
+		return
+	}
 	if x.k.failStatus != 0 {
 		x.fail(x.k.failStatus, "failure requested by X-Mock-Fail-Status")
 		return
 	}
 	x.send(handle(x, &req))
+}
+
+// capOf is the output the request caps itself at, or no cap.
+func capOf(req *request) int64 {
+	for _, c := range []*int64{req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens} {
+		if c != nil {
+			return *c
+		}
+	}
+	return math.MaxInt64
 }
 
 // gunzip reads a gzip request body, as the real APIs accept one.
