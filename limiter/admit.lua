@@ -69,14 +69,19 @@ local w
 local t_scope, t_limit, t_rem, t_reset
 -- hard is set by a refusal the waiting room cannot lift (a member's limit, a
 -- budget); qw is the longest wait among the team's rate, TPM and concurrency
--- refusals, which it can.
+-- refusals, which it can. A slot usually comes back long before the lease that
+-- bounds a concurrency refusal's wait, so that wait counts as one poll at most.
 local hard, qw = false, 0
 -- consider keeps the worse of a refusal and the worst so far: the lower rank (budget,
 -- then rate and TPM, then concurrency), then the longer wait; the first on ties.
 local function consider(rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext)
   if scope == TEAM and rank > 1 then
-    if wait > qw then
-      qw = wait
+    local q = wait
+    if rank == 3 and q > MAX_POLL then
+      q = MAX_POLL
+    end
+    if q > qw then
+      qw = q
     end
   else
     hard = true

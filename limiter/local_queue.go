@@ -56,7 +56,9 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 			continue
 		}
 		refused = true
-		if c.scope == ScopeTeam && c.rank > 1 {
+		if c.scope == ScopeTeam && c.rank == 3 {
+			qw = max(qw, min(c.wait, micros(queueMaxPoll)))
+		} else if c.scope == ScopeTeam && c.rank > 1 {
 			qw = max(qw, c.wait)
 		} else {
 			hard = true

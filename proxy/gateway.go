@@ -74,6 +74,10 @@ type Options struct {
 	// Lease bounds how long a request holds its concurrency slot and its spend
 	// hold (default 15m); a hold whose lease ends unsettled is charged in full.
 	Lease time.Duration
+	// QueueWait is how long a request refused only by its team's rate, TPM or
+	// concurrency limit may wait in the team's weighted fair waiting room before
+	// it is answered 429 (0: off). Keep it far below the callers' own timeouts.
+	QueueWait time.Duration
 	// Ledger records every paid request's hold and settlement (required for paid
 	// routes; default discards, for tests of the unpaid data path).
 	Ledger Ledger
@@ -171,8 +175,9 @@ type target struct {
 	sent   atomic.Bool // request headers reached the upstream
 	status int         // the upstream's status; 0 if it never answered
 	ttfb   time.Duration
-	tap    *usage.Tap // reads the usage from a metered response
-	failed string     // Outcome.UpstreamError
+	tap    *usage.Tap    // reads the usage from a metered response
+	failed string        // Outcome.UpstreamError
+	queued time.Duration // time spent in the team's waiting room
 }
 
 type targetKey struct{}
@@ -295,7 +300,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 	t := &target{requestID: requestID, start: g.opts.Now().UTC(), began: time.Now(), key: key, route: route, rest: rest, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
-	o.BudgetRemaining = dec.BudgetRemaining
+	o.BudgetRemaining, o.Queued = dec.BudgetRemaining, t.queued
 	if !admitted {
 		o.Refusal = string(dec.Reason)
 		return nil, 0, nil
