@@ -25,8 +25,12 @@ type queueGateway struct {
 	keys    [2]string
 	lim     *leaveCounter
 	release chan struct{}
+	once    sync.Once
 	obs     *queueObs
 }
+
+// let lets every held upstream request answer.
+func (q *queueGateway) let() { q.once.Do(func() { close(q.release) }) }
 
 // leaveCounter is a Local limiter that counts Leave calls.
 type leaveCounter struct {
@@ -82,6 +86,8 @@ func newQueueGateway(t *testing.T, wait time.Duration) *queueGateway {
 	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "secret" },
 		Limiter: q.lim, QueueWait: wait, Observers: []Observer{q.obs}}))
 	t.Cleanup(srv.Close)
+	// Before the servers close: a failed test must not leave requests held.
+	t.Cleanup(q.let)
 	q.url = srv.URL
 	return q
 }
@@ -121,7 +127,7 @@ func TestQueueWaitsForTurn(t *testing.T) {
 	second := q.send(context.Background(), t, 1, "/p/now")
 	waitFor(t, func() bool { return q.waiting() == 1 })
 	time.Sleep(200 * time.Millisecond)
-	close(q.release)
+	q.let()
 	r1, r2 := <-first, <-second
 	if r1 == nil || r2 == nil || r1.StatusCode != http.StatusOK || r2.StatusCode != http.StatusOK {
 		t.Fatalf("responses %v %v", r1, r2)
@@ -146,7 +152,6 @@ func TestQueueWaitBounded(t *testing.T) {
 	t.Parallel()
 	const wait = 300 * time.Millisecond
 	q := newQueueGateway(t, wait)
-	defer close(q.release)
 	_ = q.send(context.Background(), t, 0, "/p/hold")
 	waitFor(t, q.inFlight)
 	start := time.Now()
@@ -169,7 +174,6 @@ func TestQueueWaitBounded(t *testing.T) {
 func TestQueueCallerGoneLeaves(t *testing.T) {
 	t.Parallel()
 	q := newQueueGateway(t, 10*time.Second)
-	defer close(q.release)
 	_ = q.send(context.Background(), t, 0, "/p/hold")
 	waitFor(t, q.inFlight)
 	ctx, cancel := context.WithCancel(context.Background())
