@@ -50,6 +50,22 @@
 //
 // Redis must not evict keys (maxmemory-policy noeviction): an evicted counter reads as
 // unused and admits past its limit.
+//
+// # Queueing
+//
+// A request with a QueueWait that is refused only by the team's rate, TPM or
+// concurrency limit, with a wait within QueueWait, is not refused: it takes a
+// ticket in the team's waiting room and gets ReasonQueued, and comes back after
+// RetryAfter with Queued set. Tickets are served by start-time fair queueing on a
+// virtual clock V: a ticket starts at S = max(V, F) where F is its member's last
+// finish tag, which moves to S + cost × MaxWeight / Weight; the team's limits pass
+// only for the ticket with the smallest start (then V = S), so members share the
+// team's limits in proportion to their weights however fast each one asks. While
+// the room holds tickets, every request that may queue takes one. Member limits
+// and budgets never queue. The room's state is in the team's hash (the waiter
+// count among the fields ADMIT reads anyway, so an idle room costs no call) and
+// one ZSET in its slot; a ticket not renewed within its lease (a replica that
+// died) is dropped when it reaches the head, and Leave drops one at once.
 package limiter
 
 import (
