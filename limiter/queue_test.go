@@ -400,3 +400,66 @@ func TestQueueWaitIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueRunawayCannotStarve: one member with 50 requests waiting at once (a
+// runaway loop) beside four members with one each, all of weight 1, behind a
+// team rate limit of 20 a second, for 10 s of the injected clock, everyone
+// coming back every 20 ms: each normal member gets a fifth of what is admitted
+// within 10%, as if the runaway asked like the others. (Coming back on a 20 ms
+// grid to a bucket without burst wastes some of the rate; the gateway comes back
+// when the limiter says.)
+func TestQueueRunawayCannotStarve(t *testing.T) {
+	t.Parallel()
+	for name, mk := range queueLimiters {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			ls := mk(t, clk.Now)
+			const rate, seconds = 20, 10
+			team := limiter.Policy{Rate: tokenBucket(rate, time.Second, 1)}
+			newReq := func(m string) limiter.Request {
+				return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: 3 * time.Second}
+			}
+			var waiting []limiter.Request
+			for range 50 {
+				waiting = append(waiting, newReq("runaway"))
+			}
+			normal := []string{"n1", "n2", "n3", "n4"}
+			for _, m := range normal {
+				waiting = append(waiting, newReq(m))
+			}
+			got := map[string]int{}
+			polls := 0
+			for clk.Now().Before(epoch.Add(seconds * time.Second)) {
+				clk.Advance(20 * time.Millisecond)
+				for i := range waiting {
+					d := admit(t, ls[polls%len(ls)], waiting[i])
+					polls++
+					switch {
+					case d.Allowed:
+						got[waiting[i].Member]++
+						waiting[i] = newReq(waiting[i].Member)
+					case d.Reason == limiter.ReasonQueued:
+						waiting[i].Queued = true
+					default:
+						t.Fatalf("%s: %+v", waiting[i].Member, d)
+					}
+				}
+			}
+			t.Logf("admitted %v", got)
+			total := 0
+			for _, n := range got {
+				total += n
+			}
+			if total < rate*seconds*8/10 {
+				t.Fatalf("admitted %v: %d in all, the team limit allows %d", got, total, rate*seconds)
+			}
+			fair := float64(total) / 5
+			for _, m := range normal {
+				if n := float64(got[m]); n < fair*0.9 || n > fair*1.1 {
+					t.Fatalf("admitted %v: %s got %.0f, want %.0f ± 10%%", got, m, n, fair)
+				}
+			}
+		})
+	}
+}
