@@ -175,6 +175,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		MemberMaxInFlight: cfg.MemberMaxInFlight,
 		MemberQueueDepth:  cfg.MemberQueueDepth,
 		MemberQueueWait:   cfg.MemberQueueWait,
+		QueueWait:         cfg.FairQueueWait,
 		Transport:         transport,
 		Limiter:           gatewayLimiter,
 		Lease:             cfg.ConcurrencyLease,

@@ -28,12 +28,15 @@ local call, min, byte, sub, format, unpack, pack, unpackd =
 -- Constants shared with Go (limiter.go, redis.go): ttlSlack, concurrencyRetryCap,
 -- sweepBatch, tokenUnit, SettledWindow.
 local SLACK, CONC_RETRY_CAP, SWEEP, UNIT, SETTLED_WINDOW = 10000000, 1000000, 100, 60000000, 120000000
+-- The waiting room's constants (limiter.go): queueMinPoll, queueMaxPoll, queueGrace,
+-- queueRebase.
+local MIN_POLL, MAX_POLL, GRACE, REBASE = 1000, 50000, 250000, 17592186044416
 -- A concurrency set's TTL is extended this far past the lease it needs, so that the
 -- extension (a PEXPIRE) runs about once per EXTEND rather than on every request.
 local EXTEND = 30000000
 local INF = 9007199254740992
 -- Reasons and scopes as the reply numbers them.
-local RATE, CONCURRENCY, REVOKED, CUT_OFF, BUDGET, TPM, REBUILD = 1, 2, 3, 4, 5, 6, 7
+local RATE, CONCURRENCY, REVOKED, CUT_OFF, BUDGET, TPM, REBUILD, QUEUED = 1, 2, 3, 4, 5, 6, 7, 8
 local MEMBER, TEAM = 1, 2
 
 local now = tonumber(ARGV[1])
@@ -64,9 +67,25 @@ end
 -- tightest passing rate limit.
 local w
 local t_scope, t_limit, t_rem, t_reset
+-- hard is set by a refusal the waiting room cannot lift (a member's limit, a
+-- budget); qw is the longest wait among the team's rate, TPM and concurrency
+-- refusals, which it can. A slot usually comes back long before the lease that
+-- bounds a concurrency refusal's wait, so that wait counts as one poll at most.
+local hard, qw = false, 0
 -- consider keeps the worse of a refusal and the worst so far: the lower rank (budget,
 -- then rate and TPM, then concurrency), then the longer wait; the first on ties.
 local function consider(rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext)
+  if scope == TEAM and rank > 1 then
+    local q = wait
+    if rank == 3 and q > MAX_POLL then
+      q = MAX_POLL
+    end
+    if q > qw then
+      qw = q
+    end
+  else
+    hard = true
+  end
   if not w or rank < w[1] or (rank == w[1] and wait > w[2]) then
     w = { rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext }
   end
@@ -237,11 +256,15 @@ local bud_m, bud_t, tpm_m, tpm_t, slots = 0, 0, 0, 0, 0 -- budget kinds, TPM rat
 local periods = { 0, 0, 0 } -- the current period index of each budget kind, once needed
 local nexts = { 0, 0, 0 }
 local scope = MEMBER
-local first = 1
+local first, last = 1, #spec
 if ledger then
   first = 2
 end
-for i = first, #spec do
+local queue = byte(spec, last) == 126 -- '~': the request may wait in the room
+if queue then
+  last = last - 1
+end
+for i = first, last do
   local op = byte(spec, i)
   if op < 97 then -- upper case: the team's limits
     if scope == MEMBER then
@@ -446,6 +469,115 @@ for i = first, #spec do
       consider(1, 0, BUDGET, scope, 0, 0, 0, 0, 0, brem, nexts[kind])
     end
     ai, fi = ai + 1, fi + 1
+  end
+end
+
+-- The waiting room: start-time fair queueing on a virtual clock. Past this point
+-- only if the room has waiters, this request holds a ticket, or the team's limits
+-- alone refused it within its wait; an idle room costs nothing more.
+if queue then
+  local step, maxwait, queued = num[ai], num[ai + 1], num[ai + 2] == 1
+  local Q, wf, tf = KEYS[ki], ARGV[6 + fi], 't:' .. rid
+  local V, N, g = 0, 0, 0
+  if v[fi] then
+    V, N, g = unpackd('<ddd', v[fi])
+  end
+  local mine = queued and v[fi + 1]
+  if N > 0 or mine or (w and not hard and qw <= maxwait) then
+    local V0, N0 = V, N
+    -- Drop tickets at the head whose lease ended (their caller's replica died),
+    -- at most SWEEP, until the head is alive or is this request's own.
+    local head, hs
+    local dropped = 0
+    while N > 0 and dropped < SWEEP do
+      local h = call('ZRANGE', Q, 0, 0, 'WITHSCORES')
+      if not h[1] then
+        N = 0
+        break
+      end
+      local rec
+      if not (mine and h[1] == rid) then
+        rec = call('HGET', H, 't:' .. h[1])
+      end
+      if (mine and h[1] == rid) or (rec and unpackd('<d', rec) > now) then
+        head, hs = h[1], tonumber(h[2])
+        break
+      end
+      call('ZREM', Q, h[1])
+      if rec then
+        call('HDEL', H, 't:' .. h[1])
+      end
+      N, dropped = N - 1, dropped + 1
+    end
+    -- out: 1 admit, 2 refuse, 3 wait with the ticket held, 4 take a ticket.
+    local out, leave = 2, false
+    if hard then
+      leave = mine
+    elseif mine then
+      if head == rid and not w then
+        out, leave, V = 1, true, hs
+      elseif qw > maxwait then
+        leave = true
+      else
+        out = 3
+      end
+    elseif N == 0 and not w then
+      out = 1
+    elseif qw <= maxwait then
+      out = 4
+    end
+    if leave then
+      call('ZREM', Q, rid)
+      call('HDEL', H, tf)
+      N = N - 1
+    end
+    local qset = {}
+    if out == 4 then
+      -- The ticket's start tag: the virtual time, or the member's last finish tag
+      -- if later; the member's finish tag moves on by the ticket's step.
+      if N == 0 and V >= REBASE then
+        V, g = 0, g + 1
+      end
+      local fm = 'f:' .. member
+      local F = 0
+      local fs = call('HGET', H, fm)
+      if fs then
+        local f, fg = unpackd('<dd', fs)
+        if fg == g then
+          F = f
+        end
+      end
+      local S = V
+      if F > S then
+        S = F
+      end
+      call('ZADD', Q, S, rid)
+      qset[1], qset[2] = fm, pack('<dd', S + step, g)
+      N = N + 1
+    end
+    if out >= 3 then
+      local pos = 0
+      if head ~= rid then
+        pos = call('ZRANK', Q, rid)
+      end
+      local poll = qw
+      if poll < MIN_POLL then
+        poll = MIN_POLL
+      end
+      poll = min(MAX_POLL, poll * (pos + 1))
+      qset[#qset + 1], qset[#qset + 2] = tf, pack('<d', now + poll + GRACE)
+      w = { 2, poll, QUEUED, TEAM, N, pos, 0, poll, 0 }
+    end
+    if V ~= V0 or N ~= N0 then
+      qset[#qset + 1], qset[#qset + 2] = wf, pack('<ddd', V, N, g)
+    end
+    if out == 1 then
+      for j = 1, #qset do
+        set[#set + 1] = qset[j]
+      end
+    elseif #qset > 0 then
+      call('HSET', H, unpack(qset))
+    end
   end
 end
 

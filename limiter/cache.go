@@ -74,6 +74,11 @@ func (c *refusalCache) put(req *Request, d Decision, sent time.Time) {
 	if d.Allowed || d.Reason != ReasonRate || d.RetryAfter <= 0 {
 		return
 	}
+	if d.Scope == ScopeTeam && req.queues() {
+		// Such a refusal waited no longer than this request could: a later one
+		// might be let wait instead.
+		return
+	}
 	k := refusalKey{team: req.Team, member: req.Member, keyID: req.KeyID, scope: d.Scope}
 	p := req.TeamPolicy
 	if d.Scope == ScopeMember {
@@ -116,7 +121,7 @@ func cacheKeys(req *Request) (keys [2]refusalKey, n int) {
 		keys[n] = refusalKey{team: req.Team, member: req.Member, keyID: req.KeyID, scope: ScopeMember, rate: *r}
 		n++
 	}
-	if r := req.TeamPolicy.Rate; r != nil {
+	if r := req.TeamPolicy.Rate; r != nil && !req.queues() {
 		keys[n] = refusalKey{team: req.Team, member: req.Member, keyID: req.KeyID, scope: ScopeTeam, rate: *r}
 		n++
 	}

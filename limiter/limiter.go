@@ -50,6 +50,22 @@
 //
 // Redis must not evict keys (maxmemory-policy noeviction): an evicted counter reads as
 // unused and admits past its limit.
+//
+// # Queueing
+//
+// A request with a QueueWait that is refused only by the team's rate, TPM or
+// concurrency limit, with a wait within QueueWait, is not refused: it takes a
+// ticket in the team's waiting room and gets ReasonQueued, and comes back after
+// RetryAfter with Queued set. Tickets are served by start-time fair queueing on a
+// virtual clock V: a ticket starts at S = max(V, F) where F is its member's last
+// finish tag, which moves to S + cost × MaxWeight / Weight; the team's limits pass
+// only for the ticket with the smallest start (then V = S), so members share the
+// team's limits in proportion to their weights however fast each one asks. While
+// the room holds tickets, every request that may queue takes one. Member limits
+// and budgets never queue. The room's state is in the team's hash (the waiter
+// count among the fields ADMIT reads anyway, so an idle room costs no call) and
+// one ZSET in its slot; a ticket not renewed within its lease (a replica that
+// died) is dropped when it reaches the head, and Leave drops one at once.
 package limiter
 
 import (
@@ -255,6 +271,40 @@ type Request struct {
 	// number of replicas. A request under a budget or a TPM limit always fails closed:
 	// spend cannot be checked without the shared counters.
 	FailOpen bool
+	// QueueWait is how much longer the request may wait in the team's waiting room
+	// (see Queueing); 0: it never queues, and is refused as before.
+	QueueWait time.Duration
+	// Weight is the member's share of the team's limits in the waiting room, from 1
+	// to MaxWeight; 0 means 1.
+	Weight int64
+	// Queued is set when the request is admitted again after a ReasonQueued
+	// decision, with the same RequestID: it holds a ticket in the waiting room.
+	Queued bool
+}
+
+// MaxWeight bounds Request.Weight.
+const MaxWeight = 1000
+
+// queues reports whether req may wait in the team's waiting room: it has a wait
+// budget and the team has a limit the room shares out that the request consumes.
+func (r *Request) queues() bool {
+	t := &r.TeamPolicy
+	return r.QueueWait > 0 && (t.Rate != nil || t.Concurrency > 0 || (t.TokensPerMinute > 0 && r.Tokens > 0))
+}
+
+// queueStep is how far a ticket moves its member's finish tag on the virtual
+// clock: its cost (the tokens it reserves under a team TPM limit, else 1) times
+// MaxWeight over its weight, so tags stay integers and weight 1000 steps by cost.
+func (r *Request) queueStep() int64 {
+	cost := int64(1)
+	if r.TeamPolicy.TokensPerMinute > 0 && r.Tokens > 0 {
+		cost = r.Tokens
+	}
+	w := r.Weight
+	if w == 0 {
+		w = 1
+	}
+	return cost * MaxWeight / w
 }
 
 // ledger reports whether the request needs the ledger part of ADMIT.
@@ -290,6 +340,12 @@ func (r *Request) validate() error {
 	if r.Tokens < 0 || r.Tokens > MaxTokens {
 		errs = append(errs, fmt.Errorf("tokens must be from 0 to %d, got %d", MaxTokens, r.Tokens))
 	}
+	if r.Weight < 0 || r.Weight > MaxWeight {
+		errs = append(errs, fmt.Errorf("weight must be from 0 (= 1) to %d, got %d", MaxWeight, r.Weight))
+	}
+	if r.QueueWait < 0 || r.QueueWait > maxQueueWait {
+		errs = append(errs, fmt.Errorf("queue wait must be from 0 (none) to %s, got %s", maxQueueWait, r.QueueWait))
+	}
 	if len(r.Meta) > maxMeta {
 		errs = append(errs, fmt.Errorf("meta must be at most %d bytes, got %d", maxMeta, len(r.Meta)))
 	}
@@ -315,6 +371,9 @@ const (
 	// ReasonRebuild: Redis lost the team's counters; call Rebuild, then Admit again.
 	ReasonRebuild     Reason = "rebuild"
 	ReasonUnavailable Reason = "unavailable" // Redis unreachable and the request fails closed
+	// ReasonQueued: the request holds a ticket in the team's waiting room; Admit it
+	// again with Queued set after RetryAfter, or Leave.
+	ReasonQueued Reason = "queued"
 )
 
 // Scope says whose limit a Decision reports.
@@ -377,6 +436,9 @@ type Decision struct {
 	// hold a reservation: the instant it charged the budget periods at, which the
 	// ledger files the request under. Zero for other decisions.
 	At time.Time
+	// QueueDepth and QueuePosition are, for ReasonQueued, the tickets in the team's
+	// waiting room and how many of them are ahead of this one.
+	QueueDepth, QueuePosition int64
 }
 
 // ExpiredHold is a hold whose lease ended before its request was settled.
@@ -532,6 +594,9 @@ type Limiter interface {
 	SetKeyRevoked(ctx context.Context, team, keyID string, revoked bool) error
 	// SetMemberCutOff is called by the store on every cut-off and restore.
 	SetMemberCutOff(ctx context.Context, team, member string, cutOff bool) error
+	// Leave takes the request's ticket out of the team's waiting room (its caller
+	// gave up or went away); a request without a ticket changes nothing.
+	Leave(ctx context.Context, team, requestID string) error
 }
 
 // concurrencyRetryCap bounds RetryAfter for a concurrency refusal: a slot usually
@@ -544,5 +609,19 @@ const unavailableRetry = time.Second
 // sweepBatch is how many expired holds one ADMIT sweeps at most, so that one call
 // after a mass crash stays short.
 const sweepBatch = 100
+
+// The waiting room's timing. A waiter is told to come back after at least
+// queueMinPoll and at most queueMaxPoll (its own wait, times one more than the
+// tickets ahead of it), and its ticket lives queueGrace past that: a ticket whose
+// caller's replica died blocks the head of the room for at most that long.
+const (
+	queueMinPoll = time.Millisecond
+	queueMaxPoll = 50 * time.Millisecond
+	queueGrace   = 250 * time.Millisecond
+	maxQueueWait = time.Minute
+	// queueRebase is how far the virtual clock may run before an empty room
+	// starts it again from zero, keeping tags far below 2^53.
+	queueRebase = 1 << 44
+)
 
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }

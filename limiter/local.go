@@ -104,6 +104,9 @@ func (l *Local) Admit(_ context.Context, req Request) (Decision, error) {
 	checks := make([]check, 0, 8)
 	checks = l.policy(checks, a, now, ScopeMember, stateKey{req.Team, req.Member}, &req.MemberPolicy, &req)
 	checks = l.policy(checks, a, now, ScopeTeam, stateKey{team: req.Team}, &req.TeamPolicy, &req)
+	if d := l.queue(t, &req, now, checks, a); d != nil {
+		return *d, nil
+	}
 	return decide(checks, a), nil
 }
 

@@ -27,6 +27,7 @@ type localTeam struct {
 	// so that a sweep scans the holds only once one may have ended.
 	settledOrder []settledID
 	earliest     int64
+	queue        localQueue
 }
 
 type settledID struct {

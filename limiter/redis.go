@@ -27,6 +27,7 @@ import (
 //	<prefix>{t:<team>}:team:sw | :team:conc                     the same for the team
 //	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry
 //	<prefix>{t:<team>}:settled            ZSET request id → time swept or charged lost
+//	<prefix>{t:<team>}:queue              ZSET request id → start tag (the waiting room)
 //
 // The team hash's fields, "<member>" standing for the member's id:
 //
@@ -43,6 +44,9 @@ import (
 //	h:<member> | h  held sum
 //	r:<request id>  hold record
 //	x               sweep bound: no lease in leases ends before it
+//	w               the waiting room: virtual time, tickets in queue, tag generation
+//	t:<request id>  a ticket's lease end
+//	f:<member>      the member's last finish tag and its generation
 //
 // Numbers are little-endian doubles (Lua's struct.pack), exact for integers below 2^53
 // and far cheaper for the scripts than decimal text. One hash is what lets ADMIT read
@@ -69,21 +73,25 @@ import (
 // in the same order.
 //
 //	KEYS  h, then the sw and conc keys of the entries w and c in spec order;
-//	      if ledger: leases, settled
+//	      if the request may queue: queue; if ledger: leases, settled
 //	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 numbers,
 //	      6 meta (ledger; "" otherwise), then the fields of h to read: k:<key id>,
 //	      c:<member>, if ledger e, x, r:<request id>, h:<member>, h, n; then per scope
 //	      (member, team) its s field if it has a token bucket or a concurrency cap,
-//	      its q field if it has a TPM limit, its spend field if it has a budget.
+//	      its q field if it has a TPM limit, its spend field if it has a budget;
+//	      if the request may queue, w, then t:<request id> if it holds a ticket.
 //	      The numbers are little-endian doubles (exact below 2^53): lease µs, if
 //	      ledger hold and tokens, then per spec entry its numbers. Spec: "$" first
 //	      when any budget or TPM applies (ledger), then member entries in lower
 //	      case, team entries in upper case: b token bucket (limit, period µs,
 //	      burst), w sliding window (limit, period µs), c concurrency (cap), t TPM
-//	      (tokens per minute), o | d | m budget total | daily | monthly (limit).
+//	      (tokens per minute), o | d | m budget total | daily | monthly (limit);
+//	      then "~" if the request may queue, with the numbers step, wait µs and
+//	      queued (0|1).
 //	reply doubles: 1 allowed (0|1), 2 reason (0 allowed, 1 rate, 2 concurrency,
-//	      3 revoked, 4 cut_off, 5 budget, 6 tpm, 7 rebuild), 3 scope (0 none,
-//	      1 member, 2 team), 4 limit, 5 remaining, 6 reset µs, 7 retry-after µs;
+//	      3 revoked, 4 cut_off, 5 budget, 6 tpm, 7 rebuild, 8 queued), 3 scope (0 none,
+//	      1 member, 2 team), 4 limit (queued: tickets), 5 remaining (queued:
+//	      tickets ahead), 6 reset µs, 7 retry-after µs;
 //	      ledger requests past the epoch check add: 8 too large (0|1), 9 budget
 //	      remaining (-1 none), 10 budget scope, 11 budget resets at µs (0 none),
 //	      12 the hold's epoch (0 none), 13 n expired, 14 the team's epoch, 15 seq
@@ -120,12 +128,31 @@ var settleScript = redis.NewScript(periodSource + settleSource)
 var rebuildSource string
 var rebuildScript = redis.NewScript(periodSource + rebuildSource)
 
+// leaveScript takes a ticket out of the waiting room.
+//
+//	KEYS  h, queue
+//	ARGV  1 request id
+//	reply 1 left, 0 held no ticket
+var leaveScript = redis.NewScript(`if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
+  return 0
+end
+redis.call('HDEL', KEYS[1], 't:' .. ARGV[1])
+local ws = redis.call('HGET', KEYS[1], 'w')
+if ws then
+  local V, N, g = struct.unpack('<ddd', ws)
+  if N > 0 then
+    N = N - 1
+  end
+  redis.call('HSET', KEYS[1], 'w', struct.pack('<ddd', V, N, g))
+end
+return 1`)
+
 //go:embed period.lua
 var periodSource string
 
 var (
 	replyReasons = [...]Reason{"", ReasonRate, ReasonConcurrency, ReasonRevoked, ReasonCutOff,
-		ReasonBudget, ReasonTPM, ReasonRebuild}
+		ReasonBudget, ReasonTPM, ReasonRebuild, ReasonQueued}
 	replyScopes = [...]Scope{"", ScopeMember, ScopeTeam}
 )
 
@@ -286,7 +313,8 @@ func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decisi
 		return Decision{}, notSent(), fmt.Errorf("limiter: admit: %w", err)
 	}
 	sent := r.clock()
-	if d, ok := r.refusals.get(&req, sent); ok {
+	// A request holding a ticket needs the script, if only to leave the room.
+	if d, ok := r.refusals.get(&req, sent); ok && !req.Queued {
 		r.cachedRefusals.Add(1)
 		return d, r.SettleAll(ctx, ss), nil
 	}
@@ -304,7 +332,7 @@ func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decisi
 		// A refusal that came back while this request waited binds it too: in a
 		// burst past a rate limit, most of the queue is answered here.
 		sent = r.clock()
-		if d, ok := r.refusals.get(&req, sent); ok {
+		if d, ok := r.refusals.get(&req, sent); ok && !req.Queued {
 			r.cachedRefusals.Add(1)
 			return d, r.SettleAll(ctx, ss), nil
 		}
@@ -362,6 +390,19 @@ func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (D
 	}
 	a.policy(&req.MemberPolicy, kb.key(base, "m:", req.Member, ":"), req.Member, 0)
 	a.policy(&req.TeamPolicy, kb.key(base, "team:"), "", 'a'-'A')
+	if req.queues() {
+		a.spec = append(a.spec, '~')
+		a.num(req.queueStep())
+		a.num(micros(req.QueueWait))
+		queued := int64(0)
+		a.args = append(a.args, "w")
+		if req.Queued {
+			queued = 1
+			a.args = append(a.args, kb.key("t:", req.RequestID))
+		}
+		a.num(queued)
+		a.keys = append(a.keys, kb.key(base, "queue"))
+	}
 	if ledger {
 		a.keys = append(a.keys, kb.key(base, "leases"), kb.key(base, "settled"))
 	}
@@ -502,6 +543,9 @@ func parseAdmit(reply any) (Decision, generation, error) {
 		RetryAfter:      time.Duration(n[6]) * time.Microsecond,
 		BudgetRemaining: -1,
 	}
+	if d.Reason == ReasonQueued {
+		d.QueueDepth, d.QueuePosition, d.Limit, d.Remaining = d.Limit, d.Remaining, 0, 0
+	}
 	if len(n) == 7 {
 		return d, generation{}, nil
 	}
@@ -578,6 +622,8 @@ func (r *Redis) teamBase(team string) string { return r.prefix + "{t:" + team + 
 func (r *Redis) degrade(ctx context.Context, req Request, cause error) (Decision, error) {
 	// A caller that gave up is not an outage: nothing to decide. Spend and tokens
 	// cannot be checked without the shared counters: fail closed.
+	// The waiting room lives in Redis: without it, nobody queues.
+	req.QueueWait, req.Queued = 0, false
 	if !req.FailOpen || ctx.Err() != nil || req.ledger() {
 		r.failClosed.Add(1)
 		return Decision{Reason: ReasonUnavailable, RetryAfter: unavailableRetry, BudgetRemaining: -1}, cause
@@ -850,6 +896,17 @@ func (r *Redis) SetMemberCutOff(ctx context.Context, team, member string, cutOff
 	r.refusals.forgetTeam(team)
 	if err := r.setFlag(ctx, team, "c:"+member, cutOff); err != nil {
 		return fmt.Errorf("limiter: cut off member %s/%s: %w", team, member, err)
+	}
+	return nil
+}
+
+// Leave takes the request's ticket out of the team's waiting room.
+func (r *Redis) Leave(ctx context.Context, team, requestID string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	base := r.teamBase(team)
+	if err := r.run(ctx, leaveScript, []string{base + "h", base + "queue"}, requestID).Err(); err != nil {
+		return fmt.Errorf("limiter: leave %s %s: %w", team, requestID, err)
 	}
 	return nil
 }

@@ -39,6 +39,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		FailOpen:     t.route.FailOpen,
 		Hold:         t.meter.hold,
 		Tokens:       t.meter.tokens,
+		QueueWait:    g.opts.QueueWait,
+		Weight:       member.Weight,
 	}
 	var earlier []*settleJob
 	if req.Hold > 0 || req.Tokens > 0 {
@@ -52,6 +54,13 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 	if err == nil && dec.Reason == limiter.ReasonRebuild {
 		if err = g.rebuild(r.Context(), t.key.TeamID); err == nil {
 			dec, err = g.opts.Limiter.Admit(r.Context(), req)
+		}
+	}
+	if err == nil && dec.Reason == limiter.ReasonQueued {
+		dec, err = g.wait(r.Context(), req, dec, t)
+		if !dec.Allowed {
+			// An admitted request's answer says so with any wait for its provider (setQueued).
+			w.Header().Set(QueuedHeader, strconv.FormatInt(max(1, ceilMillis(t.queued)), 10))
 		}
 	}
 	if err != nil {
@@ -104,11 +113,77 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		}
 		WriteError(w, d, &Error{Kind: KindRateLimit, Message: fmt.Sprintf("%s %s is reached; retry after %d ms",
 			whose(dec.Scope), what, ceilMillis(dec.RetryAfter))})
+	case limiter.ReasonQueued:
+		setRetryHeaders(w.Header(), time.Second)
+		WriteError(w, d, &Error{Kind: KindRateLimit, Message: fmt.Sprintf(
+			"your team's limits are fully used: waited %d ms for a fair turn among its members (FAIR_QUEUE_WAIT); retry shortly",
+			ceilMillis(t.queued))})
 	default: // unavailable, or a rebuild that could not be done
 		w.Header().Set("Retry-After", "1")
 		WriteError(w, d, &Error{Kind: KindUnavailable, Message: "the gateway cannot check limits right now; retry shortly"})
 	}
 	return dec, false
+}
+
+// wait keeps a request in its team's waiting room, coming back to the limiter
+// when it says, until it is admitted or refused, its wait budget (QueueWait)
+// runs out, or its caller goes away. Whichever ends it but an admission or a
+// refusal takes its ticket out of the room, so the next waiter's turn comes at
+// once rather than when the ticket's lease ends. It returns the last decision:
+// ReasonQueued when the budget ran out or the caller left.
+func (g *Gateway) wait(ctx context.Context, req limiter.Request, dec limiter.Decision, t *target) (limiter.Decision, error) {
+	began := time.Now()
+	deadline := began.Add(req.QueueWait)
+	g.observeQueue(t, 1)
+	defer func() {
+		t.queued = time.Since(began)
+		g.observeQueue(t, -1)
+	}()
+	req.Queued = true
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for dec.Reason == limiter.ReasonQueued {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		timer.Reset(min(dec.RetryAfter, left))
+		select {
+		case <-ctx.Done():
+			g.leave(ctx, req)
+			return dec, nil
+		case <-timer.C:
+		}
+		req.QueueWait = max(time.Until(deadline), time.Microsecond)
+		var err error
+		if dec, err = g.opts.Limiter.Admit(ctx, req); err != nil {
+			g.leave(ctx, req)
+			return dec, err
+		}
+	}
+	if dec.Reason == limiter.ReasonQueued {
+		g.leave(ctx, req)
+	}
+	return dec, nil
+}
+
+// leave takes req's ticket out of the waiting room, also after its caller went.
+func (g *Gateway) leave(ctx context.Context, req limiter.Request) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := g.opts.Limiter.Leave(ctx, req.Team, req.RequestID); err != nil {
+		// Its lease ends the ticket shortly anyway.
+		g.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "leaving the waiting room failed", slog.String("request_id", req.RequestID),
+			slog.Any("err", err))
+	}
+}
+
+func (g *Gateway) observeQueue(t *target, delta int) {
+	for _, obs := range g.opts.Observers {
+		if q, ok := obs.(QueueObserver); ok {
+			q.Queued(t.key.TeamID, t.key.MemberID, delta)
+		}
+	}
 }
 
 func whose(s limiter.Scope) string {

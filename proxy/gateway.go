@@ -79,6 +79,10 @@ type Options struct {
 	// Lease bounds how long a request holds its concurrency slot and its spend
 	// hold (default 15m); a hold whose lease ends unsettled is charged in full.
 	Lease time.Duration
+	// QueueWait is how long a request refused only by its team's rate, TPM or
+	// concurrency limit may wait in the team's weighted fair waiting room before
+	// it is answered 429 (0: off). Keep it far below the callers' own timeouts.
+	QueueWait time.Duration
 	// Ledger records every paid request's hold and settlement (required for paid
 	// routes; default discards, for tests of the unpaid data path).
 	Ledger Ledger
@@ -178,10 +182,11 @@ type target struct {
 	ttfb   time.Duration
 	tap    *usage.Tap // reads the usage from a metered response
 	failed string     // Outcome.UpstreamError
-	// The first attempt's claim on its target's provider capacity, and how
-	// long it waited for it.
+	// The first attempt's claim on its target's provider capacity.
 	reservation providerlimits.Reservation
-	queued      time.Duration
+	// queued is how long the request waited: in its team's waiting room, then
+	// for its provider account's capacity.
+	queued time.Duration
 }
 
 type targetKey struct{}
@@ -304,7 +309,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 	t := &target{requestID: requestID, start: g.opts.Now().UTC(), began: time.Now(), key: key, route: route, rest: rest, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
-	o.BudgetRemaining = dec.BudgetRemaining
+	o.BudgetRemaining, o.Queued = dec.BudgetRemaining, t.queued
 	if !admitted {
 		o.Refusal = string(dec.Reason)
 		return nil, 0, nil

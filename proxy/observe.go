@@ -38,6 +38,10 @@ type Outcome struct {
 	Usage           usage.Usage
 	BudgetRemaining int64 // -1 when no budget applies
 
+	// Queued is how long the request waited in its team's waiting room; 0 if it
+	// never did.
+	Queued time.Duration
+
 	// Ctx is the request's context, for observers that annotate its trace span;
 	// valid during Finished only.
 	Ctx context.Context
@@ -73,6 +77,12 @@ type Observer interface {
 	Started(teamID, memberID int64)
 	// Finished is called once per request, admitted or not, after it was answered.
 	Finished(Outcome)
+}
+
+// QueueObserver is an Observer that also learns when a request enters (+1) and
+// leaves (-1) its team's waiting room, for the room's depth per member.
+type QueueObserver interface {
+	Queued(teamID, memberID int64, delta int)
 }
 
 // statusRecorder remembers the status the gateway answered with. Unwrap lets

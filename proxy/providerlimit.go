@@ -10,8 +10,9 @@ import (
 	"github.com/tollgate/tollgate/proxy/providerlimits"
 )
 
-// QueuedHeader says how long a request waited for the provider account's
-// capacity before the gateway sent it.
+// QueuedHeader says how long a request waited before the gateway sent it or
+// refused it: in its team's fair waiting room, then for its provider
+// account's capacity.
 const QueuedHeader = "X-Tollgate-Queued-Ms"
 
 // errProviderLimited: the route's targets are known exhausted at the provider
@@ -47,7 +48,7 @@ func (b *balancer) pickFirst(ctx context.Context, route *Route, usable func(*Tar
 	}
 	t.reservation = res
 	if res.Wait > 0 {
-		t.queued = res.Wait
+		t.queued += res.Wait
 		if !sleepCtx(ctx, res.Wait) {
 			res.Cancel()
 			h.breaker.Release(p)
@@ -74,7 +75,7 @@ func (b *balancer) limitsNow() time.Time {
 // setQueued reports a wait for the provider's capacity on the answer.
 func setQueued(h http.Header, t *target) {
 	if t.queued > 0 {
-		h.Set(QueuedHeader, strconv.FormatInt(ceilMillis(t.queued), 10))
+		h.Set(QueuedHeader, strconv.FormatInt(max(1, ceilMillis(t.queued)), 10))
 	}
 }
 

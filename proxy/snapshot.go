@@ -38,6 +38,9 @@ type Member struct {
 	TeamID   int64
 	Disabled bool
 	Limits   limiter.Policy
+	// Weight is the member's share of the team's limits in the waiting room, from
+	// their tier (1 without one).
+	Weight int64
 }
 
 // Team carries the team-wide limits, which bind on top of each member's.

@@ -67,6 +67,13 @@ type Config struct {
 	MemberMaxInFlight int
 	MemberQueueDepth  int
 	MemberQueueWait   time.Duration
+	// FairQueueWait is how long a request refused only by its team's rate, TPM
+	// or concurrency limit waits for a weighted fair turn among the team's
+	// members before it gets 429; 0 turns the waiting room off. Far below the
+	// SDKs' own timeouts (10 minutes for Anthropic's and OpenAI's), so a waiting
+	// paid request never outlives what its caller waits for. FAIR_QUEUE_WAIT,
+	// default 3s, at most 1m.
+	FairQueueWait time.Duration
 	// MaxRequestHeaderBytes bounds a request's headers. MAX_REQUEST_HEADER_BYTES, default 65536.
 	MaxRequestHeaderBytes int
 	// MaxResponseHeaderBytes bounds an upstream's response headers; past it the
@@ -180,6 +187,7 @@ func Load(getenv func(string) string) (Config, error) {
 		MemberMaxInFlight:        int(p.bound("MEMBER_MAX_IN_FLIGHT", 256, 1)),
 		MemberQueueDepth:         int(p.int64("MEMBER_QUEUE_DEPTH", 64, 0)),
 		MemberQueueWait:          p.duration("MEMBER_QUEUE_WAIT", 2*time.Second, 0),
+		FairQueueWait:            p.duration("FAIR_QUEUE_WAIT", 3*time.Second, 0),
 		MaxRequestHeaderBytes:    int(p.int64("MAX_REQUEST_HEADER_BYTES", 64<<10, 4096)),
 		MaxResponseHeaderBytes:   p.int64("MAX_RESPONSE_HEADER_BYTES", 64<<10, 4096),
 		UpstreamFirstByteTimeout: p.boundDuration("UPSTREAM_FIRST_BYTE_TIMEOUT", 10*time.Minute, time.Second),
@@ -214,6 +222,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	p.loadRedis(&c)
 	p.loadObservability(&c)
+	if c.FairQueueWait > time.Minute {
+		p.fail("FAIR_QUEUE_WAIT", "must be at most 1m (0 turns the waiting room off), not %s", c.FairQueueWait)
+	}
 	if strings.ContainsAny(c.RedisKeyPrefix, "{}") {
 		p.fail("REDIS_KEY_PREFIX", "must not contain { or }, which would replace the team's Redis Cluster hash tag")
 	}

@@ -65,6 +65,7 @@ func TestLoadDefaults(t *testing.T) {
 		MemberMaxInFlight:        256,
 		MemberQueueDepth:         64,
 		MemberQueueWait:          2 * time.Second,
+		FairQueueWait:            3 * time.Second,
 		MaxRequestHeaderBytes:    64 << 10,
 		MaxResponseHeaderBytes:   64 << 10,
 		UpstreamFirstByteTimeout: 10 * time.Minute,
@@ -139,9 +140,9 @@ func TestLoadValues(t *testing.T) {
 					c.MemberMaxInFlight == 0 && c.UpstreamFirstByteTimeout == 0 && c.StreamIdleTimeout == 0
 			}},
 		{"Bounds", map[string]string{"MAX_IN_FLIGHT": "100", "MEMBER_MAX_IN_FLIGHT": "4", "MEMBER_QUEUE_DEPTH": "0",
-			"MEMBER_QUEUE_WAIT": "250ms", "REQUEST_TIMEOUT": "5m", "MAX_STREAM_BYTES": "1048576"},
+			"MEMBER_QUEUE_WAIT": "250ms", "REQUEST_TIMEOUT": "5m", "MAX_STREAM_BYTES": "1048576", "FAIR_QUEUE_WAIT": "0s"},
 			func(c config.Config) bool {
-				return c.MaxInFlight == 100 && c.MemberMaxInFlight == 4 && c.MemberQueueDepth == 0 &&
+				return c.MaxInFlight == 100 && c.MemberMaxInFlight == 4 && c.MemberQueueDepth == 0 && c.FairQueueWait == 0 &&
 					c.MemberQueueWait == 250*time.Millisecond && c.RequestTimeout == 5*time.Minute && c.MaxStreamBytes == 1<<20
 			}},
 		{"SizesAtMinimum", map[string]string{"MAX_REQUEST_BODY_BYTES": "1024", "MAX_REQUEST_HEADER_BYTES": "4096"},
@@ -193,6 +194,7 @@ func TestLoadBadValue(t *testing.T) {
 		{"PUBLIC_URL", "ftp://gw.example.com", `PUBLIC_URL must be an http:// or https:// URL, not "ftp://gw.example.com"`},
 		{"PUBLIC_URL", "https://", `PUBLIC_URL must be an http:// or https:// URL, not "https://"`},
 		{"LOG_LEVEL", "loud", `LOG_LEVEL must be debug, info, warn or error, not "loud"`},
+		{"FAIR_QUEUE_WAIT", "2m", "FAIR_QUEUE_WAIT must be at most 1m (0 turns the waiting room off), not 2m0s"},
 		{"REDIS_URL", "localhost:6379", "REDIS_URL must be a URL of the form " + redisForm},
 		{"REDIS_URL", "http://localhost:6379", `REDIS_URL must use the redis:// or rediss:// scheme, not "http://", as in ` + redisForm},
 		{"REDIS_URL", "redis-sentinel://s1:26379,s2:26379/mymaster", "REDIS_URL must use the redis:// or rediss:// scheme, not redis-sentinel://; say REDIS_CLUSTER=true or REDIS_SENTINEL_MASTER=<name> instead"},

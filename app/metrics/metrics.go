@@ -66,6 +66,8 @@ type Metrics struct {
 	tokens    *prometheus.CounterVec
 	budget    *prometheus.GaugeVec
 	inFlight  prometheus.Gauge
+	waiting   *prometheus.GaugeVec
+	queued    *prometheus.HistogramVec
 	security  *prometheus.CounterVec
 	upstream  *prometheus.CounterVec
 
@@ -79,6 +81,7 @@ type Metrics struct {
 var (
 	_ proxy.Observer         = (*Metrics)(nil)
 	_ proxy.UpstreamObserver = (*Metrics)(nil)
+	_ proxy.QueueObserver    = (*Metrics)(nil)
 )
 
 // New registers every tollgate_* metric and the Go and process collectors.
@@ -104,6 +107,10 @@ func New(o Options) *Metrics {
 			"team", "member", "class"),
 		budget: f.gauge("tollgate_budget_remaining_micros",
 			"The tightest of the member's and the team's budgets after the member's latest request, in micro-dollars.", "team", "member"),
+		waiting: f.gauge("tollgate_queue_waiting",
+			"Requests waiting in their team's fair waiting room on this replica (sum over replicas for the room's depth).", "team", "member"),
+		queued: f.histogram("tollgate_queue_wait_seconds", "Time a request waited in its team's fair waiting room, admitted or not.",
+			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2, 3, 5, 10, 30, 60}, "team", "member"),
 		security: f.counter("tollgate_security_events_total", "Security events: a control refused or flagged something.", "control", "outcome"),
 		upstream: f.counter("tollgate_upstream_errors_total", "Upstream calls that got no answer, by why.", "route", "kind"),
 		breakerState: f.gauge("tollgate_upstream_breaker_state",
@@ -201,6 +208,9 @@ func (m *Metrics) Finished(o proxy.Outcome) {
 	if o.TeamID == 0 {
 		return
 	}
+	if o.Queued > 0 {
+		m.queued.WithLabelValues(team, member).Observe(o.Queued.Seconds())
+	}
 	if o.CostMicros > 0 {
 		m.spend.WithLabelValues(team, member).Add(float64(o.CostMicros))
 	}
@@ -216,6 +226,11 @@ func (m *Metrics) Finished(o proxy.Outcome) {
 	if o.BudgetRemaining >= 0 {
 		m.budget.WithLabelValues(team, member).Set(float64(o.BudgetRemaining))
 	}
+}
+
+// Queued counts a request entering (+1) or leaving (-1) its team's waiting room.
+func (m *Metrics) Queued(teamID, memberID int64, delta int) {
+	m.waiting.WithLabelValues(m.teamLabel(teamID), memberLabel(memberID)).Add(float64(delta))
 }
 
 // SecurityEvent counts one security event; control and outcome are the fixed
@@ -279,7 +294,7 @@ func Method(m string) string { return pick(m, methods) }
 
 // refusals are the fixed codes of proxy.Outcome.Refusal.
 var refusals = set("bad_request", "invalid_key", "revoked", "expired", "cut_off", "no_route", "no_credential",
-	"bad_body", "ledger_unavailable", "rate", "concurrency", "tpm", "budget", "unavailable", "rebuild")
+	"bad_body", "ledger_unavailable", "rate", "concurrency", "tpm", "budget", "unavailable", "rebuild", "queued")
 
 var upstreamErrors = set("forbidden_address", "timeout", "unreachable", "client_gone", "circuit_open",
 	"response_too_large", "request_timeout", "stream_idle", "provider_limited")

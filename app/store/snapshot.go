@@ -77,8 +77,16 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 			ownLimits[l.MemberID] = memberLimitRow(l).limits()
 		}
 		tierLimits := make(map[int64]Limits, len(tierRows))
+		tierWeights := make(map[int64]int64, len(tierRows))
 		for _, t := range tierRows {
-			tierLimits[t.ID] = tierFrom(t).Limits
+			tier := tierFrom(t)
+			tierLimits[t.ID], tierWeights[t.ID] = tier.Limits, tier.Weight
+		}
+		weight := func(m db.MemberListAllRow) int64 {
+			if m.TierID != nil && tierWeights[*m.TierID] > 0 {
+				return tierWeights[*m.TierID]
+			}
+			return 1
 		}
 		grants := grantSumsOf(grantRows)
 		memberPolicy := func(m db.MemberListAllRow) limiter.Policy {
@@ -95,7 +103,8 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		}
 		members := make([]proxy.Member, len(memberRows))
 		for i, m := range memberRows {
-			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberPolicy(m)}
+			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberPolicy(m),
+				Weight: weight(m)}
 		}
 		extraTargets := make(map[int64][]db.RouteTarget)
 		for _, t := range targetRows {

@@ -310,3 +310,31 @@ func TestConcurrentApprovals(t *testing.T) {
 		t.Fatalf("%d approvals audited; want 1", len(entries))
 	}
 }
+
+// TestTierWeightInSnapshot: the snapshot carries a member's weight in the
+// waiting room from their tier, changes with it, and is 1 out of any tier.
+func TestTierWeightInSnapshot(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	weight := func() int64 {
+		t.Helper()
+		m, ok := f.snapshot(t).Member(f.member.ID)
+		if !ok {
+			t.Fatalf("member %d not in the snapshot", f.member.ID)
+		}
+		return m.Weight
+	}
+	if w := weight(); w != 1 {
+		t.Fatalf("out of any tier: weight %d, want 1", w)
+	}
+	must(f.st.CreateTier(ctx, owner, f.team.ID, store.Tier{Name: "core", Weight: 8, Limits: store.NoLimits()}))(t)
+	must(f.st.AssignTier(ctx, owner, f.team.ID, f.member.ID, "core"))(t)
+	if w := weight(); w != 8 {
+		t.Fatalf("in tier core: weight %d, want 8", w)
+	}
+	must(f.st.ChangeTier(ctx, owner, f.team.ID, "core", func(tr store.Tier) store.Tier { tr.Weight = 3; return tr }))(t)
+	if w := weight(); w != 3 {
+		t.Fatalf("after the tier change: weight %d, want 3", w)
+	}
+}
