@@ -41,7 +41,11 @@
 // cannot double-count, and a late rebuild cannot overwrite newer spend; then it
 // retries Admit. The marker is a random generation number (Decision.Epoch): a settle
 // whose hold was placed in an earlier generation is charged its Cost after the
-// rebuild (SettleResult.Lost), since the ledger could not count it.
+// rebuild (SettleResult.Lost), since the ledger could not count it. A ledger row
+// that reaches the ledger after the rebuild read it (TeamState.Generation says
+// which read) is charged by ChargeLate, once. A replica that restarts learns how
+// far the counters had come from the ledger (NoteWatermark), so counters restored
+// from an older snapshot are rebuilt, not believed.
 //
 // Requests with neither budget nor TPM are admitted without a marker: their rate and
 // concurrency state may start afresh. The marker is per team, so it says nothing
