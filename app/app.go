@@ -131,16 +131,28 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lw, err := ledger.New(st, ledger.Options{Logger: log, SpoolDir: cfg.LedgerSpoolDir, MaxRows: cfg.LedgerSpoolMaxRows})
+	lopts := ledger.Options{Logger: log, SpoolDir: cfg.LedgerSpoolDir, MaxRows: cfg.LedgerSpoolMaxRows}
+	redisLimiter, _ := lim.(*limiter.Redis)
+	if redisLimiter != nil {
+		lopts.Flushed = (&lateCharges{lim: redisLimiter, log: log}).flushed
+	}
+	lw, err := ledger.New(st, lopts)
 	if err != nil {
 		closeLimiter()
 		pool.Close()
 		return nil, err
 	}
+	if redisLimiter != nil {
+		if err := loadWatermarks(ctx, st, lw, redisLimiter); err != nil {
+			lw.Close()
+			closeLimiter()
+			pool.Close()
+			return nil, err
+		}
+	}
 	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, clock: lim.(periodClock), closeLimiter: closeLimiter,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
-	redisLimiter, _ := lim.(*limiter.Redis)
 	if redisLimiter != nil {
 		redisStats = redisLimiter.Stats
 	}

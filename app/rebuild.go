@@ -18,10 +18,15 @@ type periodClock interface {
 
 // teamState is a team's spend in each budget period, from the ledger in Postgres
 // plus the rows this replica has not flushed yet, for rebuilding Redis's counters
-// after it lost them. Rows other replicas have not flushed are missing: at most
-// one ledger flush interval of their spend (200 ms by default). The periods are
-// those of the limiter's clock, not this replica's: a replica whose clock is off
-// near midnight would otherwise sum the wrong day.
+// after it lost them. The periods are those of the limiter's clock, not this
+// replica's: a replica whose clock is off near midnight would otherwise sum the
+// wrong day.
+//
+// The ledger is read under a new rebuild generation (store.LockRebuild), so the
+// rows other replicas had not written yet (one flush interval's, or a whole
+// Postgres outage's spool) land in it or a later one, and their writer charges
+// them to the counters this rebuild builds (lateCharges). This replica's own
+// unwritten rows are counted here and listed, so that they are not charged again.
 func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, error) {
 	now, err := a.clock.Now(ctx)
 	if err != nil {
@@ -40,29 +45,40 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 			periods[m.Limits.Budget.Period] = true
 		}
 	}
-	// This replica's unflushed rows, read once: their spend and their holds.
-	pending := a.ledger.Pending()
-	for p := range periods {
-		since := store.PeriodStart(string(p), now)
-		spent, err := a.Store.SpendSince(ctx, teamID, since)
-		if err != nil {
-			return state, err
-		}
+	err = a.Store.LockRebuild(ctx, teamID, func(gen int64, ledger store.LedgerReader) error {
+		state.Generation = gen
+		// This replica's unflushed rows, read once the generation is taken: a
+		// flush that took them before is either in Postgres now or lands in this
+		// generation.
+		pending := a.ledger.Pending()
 		for _, e := range pending {
-			if e.TeamID == teamID && e.Status != proxy.LedgerHeld && !e.CreatedAt.Before(since) {
-				spent[e.MemberID] = proxy.AddSpend(spent[e.MemberID], e.CostMicros)
+			if e.TeamID == teamID && e.Status != proxy.LedgerHeld {
+				state.Counted = append(state.Counted, e.RequestID)
 			}
 		}
-		for _, m := range members {
-			id := strconv.FormatInt(m.ID, 10)
-			if state.Members[id] == nil {
-				state.Members[id] = map[limiter.Period]int64{}
+		for p := range periods {
+			since := store.PeriodStart(string(p), now)
+			spent, err := ledger.SpendSince(ctx, teamID, since)
+			if err != nil {
+				return err
 			}
-			state.Members[id][p] = spent[m.ID]
-			state.Team[p] = proxy.AddSpend(state.Team[p], spent[m.ID])
+			for _, e := range pending {
+				if e.TeamID == teamID && e.Status != proxy.LedgerHeld && !e.CreatedAt.Before(since) {
+					spent[e.MemberID] = proxy.AddSpend(spent[e.MemberID], e.CostMicros)
+				}
+			}
+			for _, m := range members {
+				id := strconv.FormatInt(m.ID, 10)
+				if state.Members[id] == nil {
+					state.Members[id] = map[limiter.Period]int64{}
+				}
+				state.Members[id][p] = spent[m.ID]
+				state.Team[p] = proxy.AddSpend(state.Team[p], spent[m.ID])
+			}
 		}
-	}
-	if err := a.heldRequests(ctx, teamID, now, pending, &state); err != nil {
+		return a.heldRequests(ctx, ledger, teamID, now, pending, &state)
+	})
+	if err != nil {
 		return state, err
 	}
 	state.RevokedKeys = snap.RevokedKeys(teamID)
@@ -79,10 +95,10 @@ func (a *App) teamState(ctx context.Context, teamID int64) (limiter.TeamState, e
 // settles at its real cost, or until its lease ends. A request that another replica
 // settled within its last flush interval still shows as held; its hold then lasts
 // until its lease ends and is charged in full (an over-count, never an under-count).
-func (a *App) heldRequests(ctx context.Context, teamID int64, now time.Time, pending []proxy.LedgerEntry, state *limiter.TeamState) error {
+func (a *App) heldRequests(ctx context.Context, ledger store.LedgerReader, teamID int64, now time.Time, pending []proxy.LedgerEntry, state *limiter.TeamState) error {
 	lease := a.cfg.ConcurrencyLease
 	since := now.Add(-lease)
-	rows, err := a.Store.HeldSince(ctx, teamID, since)
+	rows, err := ledger.HeldSince(ctx, teamID, since)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,11 @@
 // cannot double-count, and a late rebuild cannot overwrite newer spend; then it
 // retries Admit. The marker is a random generation number (Decision.Epoch): a settle
 // whose hold was placed in an earlier generation is charged its Cost after the
-// rebuild (SettleResult.Lost), since the ledger could not count it.
+// rebuild (SettleResult.Lost), since the ledger could not count it. A ledger row
+// that reaches the ledger after the rebuild read it (TeamState.Generation says
+// which read) is charged by ChargeLate, once. A replica that restarts learns how
+// far the counters had come from the ledger (NoteWatermark), so counters restored
+// from an older snapshot are rebuilt, not believed.
 //
 // Requests with neither budget nor TPM are admitted without a marker: their rate and
 // concurrency state may start afresh. The marker is per team, so it says nothing
@@ -425,6 +429,12 @@ type Decision struct {
 	// Epoch identifies the generation of the team's counters the request's hold was
 	// placed in; pass it to Settle. 0 when no hold was stored.
 	Epoch int64
+	// TeamEpoch and Seq are how far the team's counters had come once this
+	// decision was taken: their epoch and the team's admission count (this
+	// admission included). 0 when none were read (no budget or TPM applied, or
+	// the Local limiter). Kept durably, they let a replica that has not read the
+	// team tell counters older than these (Redis.NoteWatermark).
+	TeamEpoch, Seq int64
 	// Expired lists holds of the team whose lease ran out unsettled (a gateway crashed
 	// mid-request), swept by this call: each was charged in full to its period, never
 	// refunded, and its tokens stay spent. The gateway should record them as uncertain.
@@ -517,6 +527,13 @@ type TeamState struct {
 	// period, until it settles at its real cost or its lease ends (then it is swept
 	// and charged in full, like any hold whose replica died).
 	Holds []RebuiltHold
+	// Generation is the ledger's rebuild generation the sums were read in (see
+	// Redis.ChargeLate); 0 for a ledger that has none.
+	Generation int64
+	// Counted lists the request ids whose spend the sums count although the
+	// ledger the generation read did not have them (the rebuilding replica's
+	// rows not written yet), so that a late charge of them is not made.
+	Counted []string
 }
 
 // RebuiltHold is a hold restored by Rebuild.

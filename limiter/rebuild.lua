@@ -10,7 +10,7 @@ if not now then
   local t = call('TIME')
   now = t[1] * 1000000 + t[2]
 end
-local H, L = KEYS[1], KEYS[2]
+local H, L, C = KEYS[1], KEYS[2], KEYS[3]
 if call('HEXISTS', H, 'e') == 1 then
   return 0
 end
@@ -38,16 +38,26 @@ end
 if #old > 0 then
   call('HDEL', H, unpack(old))
 end
-call('DEL', L)
+call('DEL', L, C)
+
+-- The requests these counters count beyond the ledger's rows (the rebuilding
+-- replica's unwritten ones, and the holds below), so that a late charge of one
+-- (late.lua) is not counted twice.
+local i = 7
+local counted = {}
+for _ = 1, tonumber(ARGV[6]) do
+  counted[#counted + 1], counted[#counted + 2] = 0, ARGV[i]
+  i = i + 1
+end
 
 -- Flags (field names, value "1"), then (field, kind, amount) triples, then holds,
--- then the epoch.
+-- then the epoch and the ledger's rebuild generation.
 local set = {}
-local nflags = tonumber(ARGV[5])
-for i = 6, 5 + nflags do
-  set[#set + 1], set[#set + 2] = ARGV[i], '1'
+local nflags = tonumber(ARGV[i])
+for j = i + 1, i + nflags do
+  set[#set + 1], set[#set + 2] = ARGV[j], '1'
 end
-local i = 6 + nflags
+i = i + 1 + nflags
 local ntriples = tonumber(ARGV[i])
 i = i + 1
 for _ = 1, ntriples do
@@ -76,6 +86,7 @@ while i <= #ARGV do
   end
   set[#set + 1], set[#set + 2] = 'r:' .. rid, pack('<dddddddddd', a, 0, mk, mp, tk, tp, 0, 0, 0, #who) .. who .. meta
   leases[#leases + 1], leases[#leases + 2] = expiry, rid
+  counted[#counted + 1], counted[#counted + 2] = 0, rid
   if not bound or expiry < bound then
     bound = expiry
   end
@@ -83,6 +94,10 @@ while i <= #ARGV do
 end
 for f, a in pairs(held) do
   set[#set + 1], set[#set + 2] = f, pack('<d', a)
+end
+-- In chunks: unpack's limit is a few thousand values.
+for j = 1, #counted, 2000 do
+  call('ZADD', C, unpack(counted, j, math.min(j + 1999, #counted)))
 end
 if bound then
   call('ZADD', L, unpack(leases))
@@ -98,5 +113,6 @@ if epoch <= seen then
   epoch = seen + 1
 end
 set[#set + 1], set[#set + 2] = 'e', pack('<d', epoch)
+set[#set + 1], set[#set + 2] = 'g', pack('<d', tonumber(ARGV[5]))
 call('HSET', H, unpack(set))
 return 1

@@ -28,6 +28,8 @@ import (
 //	<prefix>{t:<team>}:leases             ZSET request id → hold lease expiry
 //	<prefix>{t:<team>}:settled            ZSET request id → time swept or charged lost
 //	<prefix>{t:<team>}:queue              ZSET request id → start tag (the waiting room)
+//	<prefix>{t:<team>}:counted            ZSET request ids whose spend the counters count
+//	                                      beyond the ledger rows they were rebuilt from
 //
 // The team hash's fields, "<member>" standing for the member's id:
 //
@@ -36,6 +38,8 @@ import (
 //	e               the epoch: the generation of the counters (see Rebuild), from
 //	                the rebuild's time, so later for a later rebuild
 //	n               seq: admissions since the rebuild (see generation)
+//	g               the ledger's rebuild generation the counters were rebuilt from
+//	                (see ChargeLate)
 //	s:<member> | s  rate token bucket (tokens, ts, period), conc TTL deadline, conc size bound
 //	q:<member> | q  TPM bucket (tokens, ts, rate)
 //	o:<member> | o  total spend (0, spent)
@@ -104,7 +108,7 @@ var admitScript = redis.NewScript(periodSource + admitSource)
 
 // settleScript is SETTLE.
 //
-//	KEYS  h, leases, settled, member conc, team conc
+//	KEYS  h, leases, settled, member conc, team conc, counted
 //	ARGV  1 now µs ("" = Redis TIME), 2 request id, 3 member, 4 cost, tokens and
 //	      epoch as little-endian doubles
 //	reply applied + 2 × known + 4 × lost
@@ -115,9 +119,10 @@ var settleScript = redis.NewScript(periodSource + settleSource)
 
 // rebuildScript is REBUILD.
 //
-//	KEYS  h, leases
+//	KEYS  h, leases, counted
 //	ARGV  1 now µs ("" = Redis TIME), 2 the epoch's random part, 3 at µs, 4 the
-//	      newest epoch this replica saw, 5 n, then n flag fields (k:<key id>,
+//	      newest epoch this replica saw, 5 the ledger's rebuild generation, 6 c,
+//	      then c request ids counted beyond the ledger, then n, then n flag fields (k:<key id>,
 //	      c:<member>) to set, then the number of triples and (field, kind,
 //	      amount) triples with field <o|d|m>:<member> or o | d | m, then the holds
 //	      in flight, each (request id, member, hold expiry member-kind team-kind
@@ -146,6 +151,18 @@ if ws then
   redis.call('HSET', KEYS[1], 'w', struct.pack('<ddd', V, N, g))
 end
 return 1`)
+
+// lateScript is LATE.
+//
+//	KEYS  h, counted
+//	ARGV  1 now µs ("" = Redis TIME), 2 the ledger's rebuild generation the rows
+//	      landed in, then per row request id, member, cost, the epoch it was
+//	      admitted in
+//	reply rows charged, or -1 when the team has no counters
+//
+//go:embed late.lua
+var lateSource string
+var lateScript = redis.NewScript(periodSource + lateSource)
 
 //go:embed period.lua
 var periodSource string
@@ -352,6 +369,10 @@ func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decisi
 			return Decision{Reason: ReasonRebuild, BudgetRemaining: -1}, errs, nil
 		}
 		r.noteSeen(req.Team, gen, d.Allowed)
+		d.TeamEpoch, d.Seq = gen.epoch, gen.seq
+		if d.Allowed {
+			d.Seq++
+		}
 	}
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "HOLDEXISTS") {
@@ -602,6 +623,16 @@ func (r *Redis) noteSeen(team string, g generation, admitted bool) {
 	}
 }
 
+// NoteWatermark records that the team's counters had reached epoch and seq
+// (Decision.TeamEpoch and Seq) when some replica read them: the durable
+// watermark kept with the ledger. An admission that reads older counters has
+// them rebuilt, as if this replica had read the newer ones itself.
+func (r *Redis) NoteWatermark(team string, epoch, seq int64) {
+	if epoch > 0 {
+		r.noteSeen(team, generation{epoch: epoch, seq: seq}, false)
+	}
+}
+
 // forgetGeneration drops the team's epoch if it is still stale, so that the next
 // admission has the counters rebuilt; another replica may have rebuilt them first.
 func (r *Redis) forgetGeneration(ctx context.Context, team string, stale int64) error {
@@ -750,10 +781,10 @@ func (r *Redis) settle(ctx context.Context, s Settlement) (SettleResult, error) 
 // settleCall builds SETTLE's KEYS and ARGV for s.
 func (r *Redis) settleCall(s Settlement) (keys []string, args []any) {
 	var kb keyBuf
-	kb.sb.Grow(5*(len(r.prefix)+len(s.Team)+16) + len(s.Member))
+	kb.sb.Grow(6*(len(r.prefix)+len(s.Team)+16) + len(s.Member))
 	base := kb.key(r.prefix, "{t:", s.Team, "}:")
 	keys = []string{kb.key(base, "h"), kb.key(base, "leases"), kb.key(base, "settled"),
-		kb.key(base, "m:", s.Member, ":conc"), kb.key(base, "team:conc")}
+		kb.key(base, "m:", s.Member, ":conc"), kb.key(base, "team:conc"), kb.key(base, "counted")}
 	nums := make([]byte, 24)
 	putNum(nums[0:], s.Cost)
 	putNum(nums[8:], s.Tokens)
@@ -836,9 +867,12 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	base := r.teamBase(team)
-	keys := []string{base + "h", base + "leases"}
-	args := []any{r.scriptNow(), rand.Int64N(2048), state.At.UnixMicro(), r.seenOf(team).epoch,
-		len(state.RevokedKeys) + len(state.CutOff)}
+	keys := []string{base + "h", base + "leases", base + "counted"}
+	args := []any{r.scriptNow(), rand.Int64N(2048), state.At.UnixMicro(), r.seenOf(team).epoch, state.Generation, len(state.Counted)}
+	for _, id := range state.Counted {
+		args = append(args, id)
+	}
+	args = append(args, len(state.RevokedKeys)+len(state.CutOff))
 	for _, k := range state.RevokedKeys {
 		args = append(args, "k:"+k)
 	}
@@ -875,6 +909,43 @@ func (r *Redis) Rebuild(ctx context.Context, team string, state TeamState) error
 	}
 	r.refusals.forgetTeam(team)
 	return nil
+}
+
+// LateRow is a ledger row that reached the ledger after the rebuild generation
+// it was written in had begun (store.LedgerFlush.Final).
+type LateRow struct {
+	RequestID, Member string
+	Cost              int64 // micro-dollars
+	Epoch             int64 // Decision.TeamEpoch of its admission
+}
+
+// ErrNoCounters is ChargeLate's answer while the team has no counters: the next
+// rebuild may have read the ledger before the rows; charge them again after it.
+var ErrNoCounters = errors.New("limiter: the team has no counters to charge yet")
+
+// ChargeLate charges rows to the team's counters if those were rebuilt from a
+// read of the ledger that did not have them: the generation the rows landed in
+// (gen) is the one the counters were rebuilt from, or a later one. Each row is
+// charged once per generation of the counters, and not at all if it was
+// admitted in the current one or the counters count it already, so a retry
+// never charges twice. It returns how many rows it charged.
+func (r *Redis) ChargeLate(ctx context.Context, team string, gen int64, rows []LateRow) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	base := r.teamBase(team)
+	args := make([]any, 0, 2+4*len(rows))
+	args = append(args, r.scriptNow(), gen)
+	for _, row := range rows {
+		args = append(args, row.RequestID, row.Member, row.Cost, row.Epoch)
+	}
+	n, err := r.run(ctx, lateScript, []string{base + "h", base + "counted"}, args...).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("limiter: late charge %s: %w", team, err)
+	}
+	if n < 0 {
+		return 0, ErrNoCounters
+	}
+	return int(n), nil
 }
 
 // SetKeyRevoked records in Redis that the team's key is revoked (or not), which every

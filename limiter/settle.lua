@@ -73,6 +73,8 @@ if not rec then
   if #set > 0 then
     call('HSET', H, unpack(set))
   end
+  -- Counted in this generation: a late charge of its ledger row (late.lua) skips it.
+  call('ZADD', KEYS[6], 0, rid)
   return APPLIED + LOST
 end
 

@@ -68,7 +68,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 			slog.Any("err", err), slog.Bool("fail_open", t.route.FailOpen), slog.Bool("allowed", dec.Allowed))
 	}
 	if len(dec.Expired) > 0 {
-		g.recordExpired(t.key.TeamID, dec.Expired)
+		g.recordExpired(t.key.TeamID, dec.Expired, dec.TeamEpoch)
 	}
 	setRateHeaders(w.Header(), dec)
 	if dec.BudgetRemaining >= 0 {

@@ -52,6 +52,11 @@ type LedgerEntry struct {
 	CostMicros       int64
 	CreatedAt        time.Time
 	SettledAt        time.Time // zero while held
+	// Epoch and Seq are the generation of the team's admission counters the
+	// request was admitted in (limiter.Decision's TeamEpoch and Seq; 0 when none
+	// counted it): a rebuild that could not see the row is told to count it,
+	// and Postgres keeps the newest as the team's watermark.
+	Epoch, Seq int64
 }
 
 // Ledger receives ledger entries; the app writes them to Postgres in batches.

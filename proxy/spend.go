@@ -200,7 +200,7 @@ func (t *target) member() string { return strconv.FormatInt(t.key.MemberID, 10) 
 func (t *target) ledgerEntry(status LedgerStatus, cost int64) LedgerEntry {
 	return LedgerEntry{TeamID: t.key.TeamID, MemberID: t.key.MemberID, KeyID: t.key.ID, RouteID: t.route.ID,
 		RequestID: t.requestID, Model: t.meter.model, Status: status, HeldMicros: t.meter.hold, CostMicros: cost,
-		CreatedAt: t.start}
+		CreatedAt: t.start, Epoch: t.counters[0], Seq: t.counters[1]}
 }
 
 // holdMeta is stored with a hold so that, if this replica dies before settling,
@@ -219,8 +219,8 @@ func HoldMeta(memberID int64, keyID string, routeID int64, model string) string 
 }
 
 // recordExpired writes the ledger rows of holds another replica left behind: they
-// were charged in full, so they are uncertain.
-func (g *Gateway) recordExpired(teamID int64, expired []limiter.ExpiredHold) {
+// were charged in full, so they are uncertain, in the counters' epoch the sweep ran in.
+func (g *Gateway) recordExpired(teamID int64, expired []limiter.ExpiredHold, epoch int64) {
 	now := g.opts.Now().UTC()
 	for _, h := range expired {
 		parts := strings.SplitN(h.Meta, "|", 4)
@@ -230,7 +230,8 @@ func (g *Gateway) recordExpired(teamID int64, expired []limiter.ExpiredHold) {
 		member, _ := strconv.ParseInt(parts[0], 10, 64)
 		route, _ := strconv.ParseInt(parts[2], 10, 64)
 		g.opts.Ledger.Record(LedgerEntry{TeamID: teamID, MemberID: member, KeyID: parts[1], RouteID: route, Model: parts[3],
-			RequestID: h.RequestID, Status: LedgerUncertain, HeldMicros: h.Hold, CostMicros: h.Hold, CreatedAt: now, SettledAt: now})
+			RequestID: h.RequestID, Status: LedgerUncertain, HeldMicros: h.Hold, CostMicros: h.Hold, CreatedAt: now, SettledAt: now,
+			Epoch: epoch})
 	}
 }
 

@@ -1,7 +1,8 @@
--- name: LedgerUpsert :batchexec
+-- name: LedgerUpsert :batchone
 -- One request's row. A row already settled, uncertain, implausible or released is
 -- final: a late 'held' write (batches may arrive out of order across flushes) never
--- reverts it.
+-- reverts it, and no row comes back. The status that comes back is what this
+-- write made the row: a final one is new to Postgres.
 INSERT INTO ledger (team_id, request_id, member_id, key_id, route_id, model, status, http_status,
     input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens,
     held_micros, cost_micros, created_at, settled_at)
@@ -14,7 +15,8 @@ ON CONFLICT (team_id, request_id) DO UPDATE SET
     cache_write_tokens = excluded.cache_write_tokens, cache_read_tokens = excluded.cache_read_tokens,
     reasoning_tokens = excluded.reasoning_tokens, cost_micros = excluded.cost_micros,
     settled_at = excluded.settled_at
-WHERE ledger.status = 'held';
+WHERE ledger.status = 'held'
+RETURNING status;
 
 -- name: LedgerList :many
 SELECT * FROM ledger

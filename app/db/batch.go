@@ -17,7 +17,7 @@ var (
 	ErrBatchAlreadyClosed = errors.New("batch already closed")
 )
 
-const ledgerUpsert = `-- name: LedgerUpsert :batchexec
+const ledgerUpsert = `-- name: LedgerUpsert :batchone
 INSERT INTO ledger (team_id, request_id, member_id, key_id, route_id, model, status, http_status,
     input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens,
     held_micros, cost_micros, created_at, settled_at)
@@ -31,6 +31,7 @@ ON CONFLICT (team_id, request_id) DO UPDATE SET
     reasoning_tokens = excluded.reasoning_tokens, cost_micros = excluded.cost_micros,
     settled_at = excluded.settled_at
 WHERE ledger.status = 'held'
+RETURNING status
 `
 
 type LedgerUpsertBatchResults struct {
@@ -61,7 +62,8 @@ type LedgerUpsertParams struct {
 
 // One request's row. A row already settled, uncertain, implausible or released is
 // final: a late 'held' write (batches may arrive out of order across flushes) never
-// reverts it.
+// reverts it, and no row comes back. The status that comes back is what this
+// write made the row: a final one is new to Postgres.
 func (q *Queries) LedgerUpsert(ctx context.Context, db DBTX, arg []LedgerUpsertParams) *LedgerUpsertBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -90,18 +92,20 @@ func (q *Queries) LedgerUpsert(ctx context.Context, db DBTX, arg []LedgerUpsertP
 	return &LedgerUpsertBatchResults{br, len(arg), false}
 }
 
-func (b *LedgerUpsertBatchResults) Exec(f func(int, error)) {
+func (b *LedgerUpsertBatchResults) QueryRow(f func(int, string, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
+		var status string
 		if b.closed {
 			if f != nil {
-				f(t, ErrBatchAlreadyClosed)
+				f(t, status, ErrBatchAlreadyClosed)
 			}
 			continue
 		}
-		_, err := b.br.Exec()
+		row := b.br.QueryRow()
+		err := row.Scan(&status)
 		if f != nil {
-			f(t, err)
+			f(t, status, err)
 		}
 	}
 }

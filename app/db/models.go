@@ -198,6 +198,13 @@ type Team struct {
 	PasswordSignIn  bool
 }
 
+type TeamCounter struct {
+	TeamID     int64
+	RebuildGen int64
+	WmEpoch    int64
+	WmSeq      int64
+}
+
 type TeamSso struct {
 	TeamID         int64
 	Kind           string

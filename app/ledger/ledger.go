@@ -17,12 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
 )
 
 // Sink is where batches go; *store.Store is one.
 type Sink interface {
-	WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) error
+	FlushLedger(ctx context.Context, entries []proxy.LedgerEntry) (store.LedgerFlush, error)
 }
 
 // Options tune the writer; zero values take the defaults noted.
@@ -36,8 +37,13 @@ type Options struct {
 	WriteTimeout time.Duration
 	// SpoolDir keeps unwritten entries on disk; "" keeps them in memory only.
 	SpoolDir string
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Flushed is told what each batch written did (which rows it made final,
+	// the teams' rebuild generations and watermarks), and called after every
+	// flush that wrote everything, an empty one too, so it can retry its own
+	// work. It runs on the flush loop.
+	Flushed func(ctx context.Context, f store.LedgerFlush)
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Writer batches ledger entries; safe for concurrent use.
@@ -213,6 +219,7 @@ func (w *Writer) Flush(ctx context.Context) error {
 	w.pending, w.oldest, w.flushing = map[entryKey]pending{}, time.Time{}, len(batch)
 	w.mu.Unlock()
 	if len(batch) == 0 {
+		w.flushed(ctx, store.LedgerFlush{})
 		return nil
 	}
 	entries := make([]pending, 0, len(batch))
@@ -225,7 +232,11 @@ func (w *Writer) Flush(ctx context.Context) error {
 	defer cancel()
 	for start := 0; start < len(entries); start += w.opts.MaxBatch {
 		chunk := plain[start:min(start+w.opts.MaxBatch, len(entries))]
-		if err := w.sink.WriteLedger(ctx, chunk); err != nil {
+		f, err := w.sink.FlushLedger(ctx, chunk)
+		if err == nil {
+			w.flushed(ctx, f)
+		}
+		if err != nil {
 			spoolErr := w.spoolUnspooled(entries[start:])
 			w.requeue(entries[start:], oldest, spoolErr)
 			w.opts.Logger.Error("ledger rows not written yet; will retry", "rows", len(entries)-start, "spooled", spoolErr == nil && w.spool != nil, "err", err)
@@ -244,6 +255,12 @@ func (w *Writer) Flush(ctx context.Context) error {
 	w.flushing, w.spoolErr = 0, clearErr
 	w.mu.Unlock()
 	return nil
+}
+
+func (w *Writer) flushed(ctx context.Context, f store.LedgerFlush) {
+	if w.opts.Flushed != nil {
+		w.opts.Flushed(ctx, f)
+	}
 }
 
 // spoolUnspooled appends the entries whose current version is not on disk yet,

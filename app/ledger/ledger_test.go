@@ -108,11 +108,11 @@ type flaky struct {
 	fails atomic.Int64
 }
 
-func (s *flaky) WriteLedger(ctx context.Context, e []proxy.LedgerEntry) error {
+func (s *flaky) FlushLedger(ctx context.Context, e []proxy.LedgerEntry) (store.LedgerFlush, error) {
 	if s.fails.Add(-1) >= 0 {
-		return errors.New("connection refused")
+		return store.LedgerFlush{}, errors.New("connection refused")
 	}
-	return s.sink.WriteLedger(ctx, e)
+	return s.sink.FlushLedger(ctx, e)
 }
 
 // TestPostgresOutage: writes that fail are kept and retried; after MaxLag the

@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/app/db"
 	"github.com/tollgate/tollgate/limiter"
@@ -11,12 +16,44 @@ import (
 	"github.com/tollgate/tollgate/proxy/usage"
 )
 
-// WriteLedger upserts entries in one round trip, then records the keys' last
-// use in another. A row already final (settled,
-// uncertain, implausible, released) is never reverted by a late held entry, so batches may be
-// written in any order and retried.
+// WriteLedger writes entries as FlushLedger does, for callers that need
+// nothing back.
 func (s *Store) WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) error {
+	_, err := s.FlushLedger(ctx, entries)
+	return err
+}
+
+// LedgerFlush is what one ledger write tells the admission counters.
+type LedgerFlush struct {
+	// Teams has each team of the batch: the rebuild generation the rows landed
+	// in and the team's watermark after them.
+	Teams map[int64]TeamCounters
+	// Final lists the rows this write made final: Postgres had them held or not
+	// at all, so a rebuild that read the ledger before it did not count them.
+	Final []proxy.LedgerEntry
+}
+
+// TeamCounters is what Postgres knows of a team's admission counters.
+type TeamCounters struct {
+	// RebuildGen counts the rebuilds that read the team's ledger.
+	RebuildGen int64
+	// Epoch and Seq are the newest generation of the counters that any ledger
+	// row was admitted in: its epoch and the team's admission count after it.
+	Epoch, Seq int64
+}
+
+// FlushLedger upserts entries in one transaction, ordered against rebuilds: it
+// first reads (for share) each team's rebuild generation, which a rebuild takes
+// for update before it reads the ledger (LockRebuild). A rebuild whose
+// generation the rows landed in, or an earlier one, read the ledger without
+// them. A row already final (settled, uncertain, implausible, released) is
+// never reverted by a late held entry, so batches may be written in any order
+// and retried. The teams' watermarks and keys' last use ride on the same
+// transaction.
+func (s *Store) FlushLedger(ctx context.Context, entries []proxy.LedgerEntry) (LedgerFlush, error) {
+	out := LedgerFlush{Teams: map[int64]TeamCounters{}}
 	params := make([]db.LedgerUpsertParams, len(entries))
+	newest := map[int64]TeamCounters{}
 	for i, e := range entries {
 		p := db.LedgerUpsertParams{TeamID: e.TeamID, RequestID: e.RequestID, MemberID: e.MemberID, KeyID: e.KeyID,
 			Model: e.Model, Status: string(e.Status), InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
@@ -33,30 +70,132 @@ func (s *Store) WriteLedger(ctx context.Context, entries []proxy.LedgerEntry) er
 			p.SettledAt = &e.SettledAt
 		}
 		params[i] = p
+		if n, ok := newest[e.TeamID]; !ok || e.Epoch > n.Epoch || (e.Epoch == n.Epoch && e.Seq > n.Seq) {
+			newest[e.TeamID] = TeamCounters{Epoch: e.Epoch, Seq: e.Seq}
+		}
 	}
-	var firstErr error
-	results := s.q.LedgerUpsert(ctx, s.pool, params)
-	results.Exec(func(_ int, err error) {
-		if err != nil && firstErr == nil {
+	if len(entries) == 0 {
+		return out, nil
+	}
+	teams := slices.Sorted(maps.Keys(newest))
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.TeamCountersEnsure(ctx, tx, teams); err != nil {
+			return err
+		}
+		gens, err := s.q.TeamCountersShare(ctx, tx, teams)
+		if err != nil {
+			return err
+		}
+		for _, g := range gens {
+			out.Teams[g.TeamID] = TeamCounters{RebuildGen: g.RebuildGen}
+		}
+		var firstErr error
+		results := s.q.LedgerUpsert(ctx, tx, params)
+		results.QueryRow(func(i int, status string, err error) {
+			switch {
+			case errors.Is(err, pgx.ErrNoRows): // final already
+			case err != nil:
+				if firstErr == nil {
+					firstErr = err
+				}
+			case status != string(proxy.LedgerHeld):
+				out.Final = append(out.Final, entries[i])
+			}
+		})
+		if err := results.Close(); err != nil && firstErr == nil {
 			firstErr = err
 		}
+		if firstErr != nil {
+			return firstErr
+		}
+		// Keys' last use rides on the batch: one statement per flush, off the
+		// request path. A failure retries with the batch, which is harmless.
+		return s.recordKeyUse(ctx, tx, entries)
 	})
-	if err := results.Close(); err != nil && firstErr == nil {
-		firstErr = err
+	if err != nil {
+		return LedgerFlush{}, fmt.Errorf("store: write %d ledger rows: %w", len(entries), err)
 	}
-	if firstErr != nil {
-		return fmt.Errorf("store: write %d ledger rows: %w", len(entries), firstErr)
+	// The watermarks after the rows' transaction: raised inside it, the row
+	// lock would wait for other flushes' share locks while they wait for ours.
+	// A crash in between leaves the watermark behind the rows, no worse than a
+	// flush not made yet.
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		for _, team := range teams {
+			if n := newest[team]; n.Epoch > 0 {
+				if err := s.q.TeamCountersRaiseWatermark(ctx, tx, db.TeamCountersRaiseWatermarkParams{TeamID: team, WmEpoch: n.Epoch, WmSeq: n.Seq}); err != nil {
+					return err
+				}
+			}
+		}
+		wms, err := s.q.TeamCountersWatermarksOf(ctx, tx, teams)
+		if err != nil {
+			return err
+		}
+		for _, w := range wms {
+			c := out.Teams[w.TeamID]
+			c.Epoch, c.Seq = w.WmEpoch, w.WmSeq
+			out.Teams[w.TeamID] = c
+		}
+		return nil
+	})
+	if err != nil {
+		// The rows are in: the caller must not write them again as if not.
+		s.log.Warn("team watermarks not raised with this ledger batch; the next batch raises them", "err", err)
 	}
-	// Keys' last use rides on the batch: one statement per flush, off the
-	// request path. A failure retries with the batch, which is harmless.
-	if err := s.recordKeyUse(ctx, entries); err != nil {
-		return fmt.Errorf("store: record keys' last use: %w", err)
+	return out, nil
+}
+
+// LockRebuild starts a rebuild of the team's admission counters: in one
+// transaction it takes the next rebuild generation, waiting for ledger writes
+// under way, then runs read, whose reads of the ledger therefore see every row
+// written before and none written after; those see the new generation
+// (FlushLedger).
+func (s *Store) LockRebuild(ctx context.Context, teamID int64, read func(gen int64, ledger LedgerReader) error) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		gen, err := s.q.TeamCountersBumpRebuild(ctx, tx, teamID)
+		if err != nil {
+			return err
+		}
+		return read(gen, LedgerReader{s: s, tx: tx})
+	})
+	if err != nil {
+		return fmt.Errorf("store: rebuild team %d: %w", teamID, err)
 	}
 	return nil
 }
 
+// LedgerReader reads the ledger inside a rebuild's transaction.
+type LedgerReader struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+// SpendSince is Store.SpendSince in the rebuild's transaction.
+func (r LedgerReader) SpendSince(ctx context.Context, teamID int64, since time.Time) (map[int64]int64, error) {
+	return r.s.spendSince(ctx, r.tx, teamID, since)
+}
+
+// HeldSince is Store.HeldSince in the rebuild's transaction.
+func (r LedgerReader) HeldSince(ctx context.Context, teamID int64, since time.Time) ([]proxy.LedgerEntry, error) {
+	return r.s.heldSince(ctx, r.tx, teamID, since)
+}
+
+// TeamWatermarks is every team's durable watermark (TeamCounters's Epoch and
+// Seq), which a replica starting up has seen without reading Redis.
+func (s *Store) TeamWatermarks(ctx context.Context) (map[int64]TeamCounters, error) {
+	rows, err := s.q.TeamCountersWatermarks(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("store: team watermarks: %w", err)
+	}
+	out := make(map[int64]TeamCounters, len(rows))
+	for _, r := range rows {
+		out[r.TeamID] = TeamCounters{Epoch: r.WmEpoch, Seq: r.WmSeq}
+	}
+	return out, nil
+}
+
 // recordKeyUse stores, for each key in entries, its newest request's time.
-func (s *Store) recordKeyUse(ctx context.Context, entries []proxy.LedgerEntry) error {
+func (s *Store) recordKeyUse(ctx context.Context, tx pgx.Tx, entries []proxy.LedgerEntry) error {
 	newest := map[string]time.Time{}
 	for _, e := range entries {
 		if e.KeyID != "" && e.CreatedAt.After(newest[e.KeyID]) {
@@ -70,7 +209,7 @@ func (s *Store) recordKeyUse(ctx context.Context, entries []proxy.LedgerEntry) e
 	for id, at := range newest {
 		p.KeyIds, p.UsedAt = append(p.KeyIds, id), append(p.UsedAt, at)
 	}
-	return s.q.KeyUseRecord(ctx, s.pool, p)
+	return s.q.KeyUseRecord(ctx, tx, p)
 }
 
 // KeysLastUsed maps each of a team's keys that has been used to when it last was.
@@ -156,7 +295,11 @@ func (s *Store) LedgerPage(ctx context.Context, teamID int64, f LedgerFilter, li
 // HeldSince lists the team's requests still held (in flight) that were admitted
 // since since, as held ledger entries.
 func (s *Store) HeldSince(ctx context.Context, teamID int64, since time.Time) ([]proxy.LedgerEntry, error) {
-	rows, err := s.q.LedgerHeldSince(ctx, s.pool, db.LedgerHeldSinceParams{TeamID: teamID, Since: since})
+	return s.heldSince(ctx, s.pool, teamID, since)
+}
+
+func (s *Store) heldSince(ctx context.Context, q db.DBTX, teamID int64, since time.Time) ([]proxy.LedgerEntry, error) {
+	rows, err := s.q.LedgerHeldSince(ctx, q, db.LedgerHeldSinceParams{TeamID: teamID, Since: since})
 	if err != nil {
 		return nil, fmt.Errorf("store: held since %s: %w", since, err)
 	}
@@ -176,7 +319,11 @@ func (s *Store) HeldSince(ctx context.Context, teamID int64, since time.Time) ([
 // row whose cost is past proxy.MaxRequestMicros counts its hold, and each sum
 // saturates as proxy.AddSpend does.
 func (s *Store) SpendSince(ctx context.Context, teamID int64, since time.Time) (map[int64]int64, error) {
-	rows, err := s.q.LedgerSpendSince(ctx, s.pool, db.LedgerSpendSinceParams{TeamID: teamID, Since: since,
+	return s.spendSince(ctx, s.pool, teamID, since)
+}
+
+func (s *Store) spendSince(ctx context.Context, q db.DBTX, teamID int64, since time.Time) (map[int64]int64, error) {
+	rows, err := s.q.LedgerSpendSince(ctx, q, db.LedgerSpendSinceParams{TeamID: teamID, Since: since,
 		MaxRequestMicros: proxy.MaxRequestMicros, MaxSpent: limiter.MaxMoney})
 	if err != nil {
 		return nil, fmt.Errorf("store: spend since %s: %w", since, err)
