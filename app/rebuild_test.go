@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app"
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/limiter/redistest"
@@ -69,23 +70,7 @@ func TestSkewedReplicaClockAcrossMidnight(t *testing.T) {
 
 	gw := f.replicaWith(t, nil, app.WithLimiterClock(redisNow), app.WithClock(replicaNow))
 	waitForBudget(t, gw, f)
-	call := func(what string) int64 {
-		t.Helper()
-		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
-		if r.status != 200 {
-			t.Fatalf("%s: %d %s (yesterday's spend charged to today?)", what, r.status, r.body)
-		}
-		return ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)).CostMicros
-	}
-	first := call("admission on Redis's day, the replica's clock still in yesterday")
-	// Redis loses the team's counters: the next admission rebuilds them.
-	c := redistest.Client(t)
-	keys, err := c.Keys(context.Background(), f.redisPrefix+"*").Result()
-	must(t, err)
-	must(t, c.Del(context.Background(), keys...).Err())
-	second := call("the first admission after the loss")
-
-	lim := limiter.NewRedis(c, limiter.RedisOptions{Prefix: f.redisPrefix, Now: redisNow})
+	first, second, lim := costsAcrossALoss(t, f, gw, redisNow)
 	spent, _, err := lim.Spent(context.Background(), strconv.FormatInt(f.team.ID, 10), limiter.PeriodDaily)
 	must(t, err)
 	if got, want := spent[strconv.FormatInt(f.member.ID, 10)], first+second; got != want {
@@ -115,28 +100,32 @@ func TestSkewedReplicaFilesEveryPeriod(t *testing.T) {
 		tm, _ := gw.App.Snapshots.Current().Team(f.team.ID)
 		return tm.Limits.Budget != nil
 	})
-	call := func(what string) int64 {
-		t.Helper()
-		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
-		if r.status != 200 {
-			t.Fatalf("%s: %d %s", what, r.status, r.body)
-		}
-		if got := r.header.Get("X-Budget-Remaining-Micros"); got == "" {
-			t.Fatalf("%s: no budget header", what)
-		}
-		return ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)).CostMicros
-	}
-	first := call("admission on Redis's day, the replica's clock still in yesterday")
-	c := redistest.Client(t)
-	keys, err := c.Keys(context.Background(), f.redisPrefix+"*").Result()
-	must(t, err)
-	must(t, c.Del(context.Background(), keys...).Err())
-	second := call("the first admission after the loss")
-
-	lim := limiter.NewRedis(c, limiter.RedisOptions{Prefix: f.redisPrefix, Now: redisNow})
+	first, second, lim := costsAcrossALoss(t, f, gw, redisNow)
 	_, team, err := lim.Spent(context.Background(), strconv.FormatInt(f.team.ID, 10), limiter.PeriodDaily)
 	must(t, err)
 	if want := first + second; team != want {
 		t.Fatalf("team's daily counter after the rebuild = %d µ$, want %d: the two requests of Redis's day (%d + %d)", team, want, first, second)
 	}
+}
+
+// costsAcrossALoss makes a paid call through gw, has Redis lose the team's
+// counters, and makes another, which rebuilds them first; it returns both
+// calls' costs and a limiter that reads the counters on Redis's clock.
+func costsAcrossALoss(t *testing.T, f *fixture, gw *apptest.Replica, redisNow func() time.Time) (first, second int64, lim *limiter.Redis) {
+	t.Helper()
+	call := func(what string) int64 {
+		t.Helper()
+		r := do(t, anthropicRequest(t, gw.URL, f.key, messagesBody))
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s (spend of another day counted?)", what, r.status, r.body)
+		}
+		return ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader)).CostMicros
+	}
+	first = call("admission on Redis's day, the replica's clock still in yesterday")
+	c := redistest.Client(t)
+	keys, err := c.Keys(context.Background(), f.redisPrefix+"*").Result()
+	must(t, err)
+	must(t, c.Del(context.Background(), keys...).Err())
+	second = call("the first admission after the loss")
+	return first, second, limiter.NewRedis(c, limiter.RedisOptions{Prefix: f.redisPrefix, Now: redisNow})
 }

@@ -96,6 +96,17 @@ func rebuildEmpty(t testing.TB, l limiter.Limiter, team string, now func() time.
 
 // sameDecision compares decisions, treating every nonzero Epoch as equal: Redis and
 // Local number their generations differently.
+// onBoth runs f on each limiter, a Redis one and its Local twin, and stops the
+// test at the first error.
+func onBoth(t *testing.T, f func(l limiter.Limiter) error, ls ...limiter.Limiter) {
+	t.Helper()
+	for _, l := range ls {
+		if err := f(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func sameDecision(a, b limiter.Decision) bool {
 	a.Epoch, b.Epoch = min(a.Epoch, 1), min(b.Epoch, 1)
 	// How far the counters had come is Redis's alone: Local never loses them.

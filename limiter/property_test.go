@@ -57,13 +57,7 @@ func TestRedisMatchesLocal(t *testing.T) {
 		lease := []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 2 * time.Second}[rng.IntN(3)]
 		type held struct{ member, id string }
 		var inFlight []held
-		both := func(f func(l limiter.Limiter) error) {
-			for _, l := range []limiter.Limiter{rl, ll} {
-				if err := f(l); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		both := func(f func(l limiter.Limiter) error) { onBoth(t, f, rl, ll) }
 
 		for op := range 250 {
 			switch p := rng.IntN(100); {

@@ -56,13 +56,7 @@ func TestQueueRedisMatchesLocal(t *testing.T) {
 		type waiter struct{ req limiter.Request }
 		var waiting []waiter
 		var inFlight []limiter.Request
-		both := func(f func(l limiter.Limiter) error) {
-			for _, l := range []limiter.Limiter{rl, ll} {
-				if err := f(l); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		both := func(f func(l limiter.Limiter) error) { onBoth(t, f, rl, ll) }
 		for op := range 300 {
 			switch p := rng.IntN(100); {
 			case p < 35:
