@@ -140,19 +140,14 @@ func (g *Gateway) wait(ctx context.Context, req limiter.Request, dec limiter.Dec
 		g.observeQueue(t, -1)
 	}()
 	req.Queued = true
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for dec.Reason == limiter.ReasonQueued {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break
 		}
-		timer.Reset(min(dec.RetryAfter, left))
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, min(dec.RetryAfter, left)) {
 			g.leave(ctx, req)
 			return dec, nil
-		case <-timer.C:
 		}
 		req.QueueWait = max(time.Until(deadline), time.Microsecond)
 		var err error
