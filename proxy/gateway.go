@@ -171,10 +171,10 @@ type target struct {
 	rest       string // escaped path below the route prefix
 	credential string // the attempt's target's, set by the balancer
 	meter      meter
-	// counters is the generation of the team's counters admission read
-	// (limiter.Decision's TeamEpoch, Seq), for the ledger rows.
-	counters [2]int64
-	cancel   context.CancelCauseFunc
+	// teamEpoch and seq are the generation of the team's counters admission
+	// read (limiter.Decision's TeamEpoch, Seq), for the ledger rows.
+	teamEpoch, seq int64
+	cancel         context.CancelCauseFunc
 	// ctx is the request's context as handed to ReverseProxy, before it adds
 	// its 1xx forwarding; attempts that may be retried use it.
 	ctx context.Context
@@ -323,7 +323,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 		w.Header().Set("Deprecation", "true")
 		w.Header().Set("Sunset", key.ExpiresAt.UTC().Format(http.TimeFormat))
 	}
-	t.counters = [2]int64{dec.TeamEpoch, dec.Seq}
+	t.teamEpoch, t.seq = dec.TeamEpoch, dec.Seq
 	if m.paid {
 		g.opts.Ledger.Record(t.ledgerEntry(LedgerHeld, 0))
 	}

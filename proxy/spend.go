@@ -200,7 +200,7 @@ func (t *target) member() string { return strconv.FormatInt(t.key.MemberID, 10) 
 func (t *target) ledgerEntry(status LedgerStatus, cost int64) LedgerEntry {
 	return LedgerEntry{TeamID: t.key.TeamID, MemberID: t.key.MemberID, KeyID: t.key.ID, RouteID: t.route.ID,
 		RequestID: t.requestID, Model: t.meter.model, Status: status, HeldMicros: t.meter.hold, CostMicros: cost,
-		CreatedAt: t.start, Epoch: t.counters[0], Seq: t.counters[1]}
+		CreatedAt: t.start, Epoch: t.teamEpoch, Seq: t.seq}
 }
 
 // holdMeta is stored with a hold so that, if this replica dies before settling,
