@@ -158,13 +158,18 @@ func (s *Store) Tiers(ctx context.Context, teamID int64) ([]Tier, error) {
 	}
 	tiers := make([]Tier, len(rows))
 	for i, r := range rows {
-		tiers[i] = tierFrom(db.Tier{ID: r.ID, TeamID: r.TeamID, Name: r.Name, RateAlgorithm: r.RateAlgorithm, RateLimit: r.RateLimit,
-			RatePeriodMs: r.RatePeriodMs, RateBurst: r.RateBurst, Concurrency: r.Concurrency, TokensPerMinute: r.TokensPerMinute,
-			BudgetMicros: r.BudgetMicros, BudgetPeriod: r.BudgetPeriod, Weight: r.Weight, AutoApproveMicros: r.AutoApproveMicros,
-			UpdatedAt: r.UpdatedAt})
-		tiers[i].Members = r.Members
+		tiers[i] = tierFromListRow(r)
 	}
 	return tiers, nil
+}
+
+func tierFromListRow(r db.TierListRow) Tier {
+	t := tierFrom(db.Tier{ID: r.ID, TeamID: r.TeamID, Name: r.Name, RateAlgorithm: r.RateAlgorithm, RateLimit: r.RateLimit,
+		RatePeriodMs: r.RatePeriodMs, RateBurst: r.RateBurst, Concurrency: r.Concurrency, TokensPerMinute: r.TokensPerMinute,
+		BudgetMicros: r.BudgetMicros, BudgetPeriod: r.BudgetPeriod, Weight: r.Weight, AutoApproveMicros: r.AutoApproveMicros,
+		UpdatedAt: r.UpdatedAt})
+	t.Members = r.Members
+	return t
 }
 
 // FindTier resolves a tier by name or numeric id.

@@ -44,7 +44,7 @@ func (s *Store) TeamMemberLimits(ctx context.Context, teamID int64) (map[int64]L
 		}
 		tiers := make(map[int64]Limits, len(tierRows))
 		for _, t := range tierRows {
-			tiers[t.ID] = limitRow{t.RateAlgorithm, t.RateLimit, t.RatePeriodMs, t.RateBurst, t.Concurrency, t.TokensPerMinute, t.BudgetMicros, t.BudgetPeriod}.limits()
+			tiers[t.ID] = tierFromListRow(t).Limits
 		}
 		grants := grantSumsOf(grantRows)
 		for _, m := range members {
