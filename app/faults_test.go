@@ -27,7 +27,7 @@ import (
 // TestRandomFaultSequence drives two replicas through a seeded random sequence of
 // requests (calls that settle at once, streams held open across the next steps)
 // and faults: FLUSHALL, Redis restarted from an older snapshot, Postgres cut by a
-// forwarder and given back, a replica told to stop (the SIGTERM path) and started
+// forwarder (one replica's way to it, or both) and given back, a replica told to stop (the SIGTERM path) and started
 // again on its spool. A reference model keeps what the gateway was asked and what
 // the provider served. After every step, the spend the provider served stays
 // within the member's budget plus the README's bound; at the end the ledger is
@@ -65,7 +65,6 @@ type faultRun struct {
 	rng   *rand.Rand
 	f     *fixture
 	redis *redistest.Server
-	pg    *apptest.TCPProxy // both replicas reach Postgres through it: cutting it is an outage
 	price estimate.Price
 
 	replicas [2]*faultReplica
@@ -73,7 +72,6 @@ type faultRun struct {
 	// closed, since Shutdown waits up to 5 s for a connection that never sent a
 	// request (a dial the transport raced and then parked).
 	client *http.Client
-	pgCut  bool
 	step   int
 	log    []string // the steps so far, printed on failure
 	began  time.Time
@@ -100,6 +98,10 @@ type faultReplica struct {
 	gw    *apptest.Replica
 	spool string
 	up    bool
+	// pg is its own way to Postgres: cutting it is an outage for this replica
+	// alone, while the other one may rebuild the counters without its rows.
+	pg    *apptest.TCPProxy
+	pgCut bool
 	// readAt is the last step at which an admission through it read the team's
 	// counters (a 200 or a 402); -1 since it started.
 	readAt int
@@ -123,7 +125,6 @@ func newFaultRun(t *testing.T, seed uint64) *faultRun {
 	f := newFixture(t)
 	r := &faultRun{t: t, client: &http.Client{Transport: &http.Transport{}}, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), f: f, sent: map[string]*sentRequest{}, savedAt: -1}
 	r.redis = redistest.StartServer(t)
-	r.pg = apptest.NewTCPProxy(t, "127.0.0.1:5432")
 	var err error
 	r.price, err = f.gw.App.Snapshots.Current().Prices.Lookup(faultModel)
 	must(t, err)
@@ -131,7 +132,7 @@ func newFaultRun(t *testing.T, seed uint64) *faultRun {
 	r.budget = 10 * r.holdFor(r.body(32, false))
 	setLimits(t, f, store.Limits{Budget: dollarsPtr(r.budget), BudgetPeriod: "monthly"})
 	for i := range r.replicas {
-		r.replicas[i] = &faultReplica{spool: t.TempDir()}
+		r.replicas[i] = &faultReplica{spool: t.TempDir(), pg: apptest.NewTCPProxy(t, "127.0.0.1:5432")}
 		r.start(i)
 	}
 	t.Cleanup(func() {
@@ -146,7 +147,7 @@ func (r *faultRun) start(i int) {
 	rep := r.replicas[i]
 	rep.gw = apptest.Start(r.t, r.f.dbURL, map[string]string{
 		"ANTHROPIC_API_KEY": anthropicSecret,
-		"DATABASE_URL":      r.pg.Via(r.f.dbURL),
+		"DATABASE_URL":      rep.pg.Via(r.f.dbURL),
 		"REDIS_URL":         r.redis.URL(),
 		"REDIS_TIMEOUT":     "2s", // -race on two shared cores
 		"LEDGER_SPOOL_DIR":  rep.spool,
@@ -312,7 +313,7 @@ func (r *faultRun) stream() {
 // the README allows and which, at this test's pace of a request every few
 // milliseconds, is room enough to hide a rebuild that forgets anything else.
 func (r *faultRun) settleDown() {
-	if r.pgCut {
+	if r.anyPostgresCut() {
 		return // then the model counts what is missing (missableFor)
 	}
 	eventually(r.t, 5*time.Second, "admitted requests' rows in Postgres", func() bool { return r.missableFor(-1) == 0 })
@@ -381,22 +382,32 @@ func (r *faultRun) restoreOld() {
 	r.logf("Redis restarted from the snapshot of step %d", r.savedAt)
 }
 
+func (r *faultRun) anyPostgresCut() bool {
+	return r.replicas[0].pgCut || r.replicas[1].pgCut
+}
+
+// togglePostgres cuts one replica's way to Postgres, or gives it back. Cut for
+// one only, the other may rebuild the counters without the rows the cut one
+// keeps; once every replica reaches Postgres again and those rows have landed,
+// the counters must count them (settleDown): the model then stops allowing
+// what the rebuild missed.
 func (r *faultRun) togglePostgres() {
-	if !r.pgCut {
-		r.pg.Stop()
-		r.pgCut = true
-		r.logf("Postgres cut")
+	i := r.rng.IntN(len(r.replicas))
+	rep := r.replicas[i]
+	if !rep.pgCut {
+		rep.pg.Stop()
+		rep.pgCut = true
+		r.logf("Postgres cut for replica %d", i)
 		return
 	}
-	r.pg.Restart(r.t)
-	r.pgCut = false
-	r.logf("Postgres back")
-	for i, rep := range r.replicas {
-		if !rep.up {
-			r.start(i)
-			r.logf("replica %d started", i)
-		}
+	rep.pg.Restart(r.t)
+	rep.pgCut = false
+	r.logf("Postgres back for replica %d", i)
+	if !rep.up {
+		r.start(i)
+		r.logf("replica %d started", i)
 	}
+	r.settleDown()
 }
 
 // restartReplica stops a replica as SIGTERM does (draining its streams, its
@@ -411,7 +422,7 @@ func (r *faultRun) restartReplica() {
 	}
 	r.stop(i)
 	rep.up = false
-	if r.pgCut {
+	if rep.pgCut {
 		r.logf("replica %d stopped (starts when Postgres is back)", i)
 		return
 	}
@@ -504,8 +515,11 @@ func (r *faultRun) checkBudget() {
 func (r *faultRun) finish() {
 	t := r.t
 	r.open.Wait()
-	if r.pgCut {
-		r.togglePostgres()
+	for _, rep := range r.replicas {
+		if rep.pgCut {
+			rep.pg.Restart(t)
+			rep.pgCut = false
+		}
 	}
 	for i, rep := range r.replicas {
 		if rep.up {
