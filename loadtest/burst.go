@@ -66,7 +66,7 @@ func burst(ctx context.Context, c *cluster, o options) (table, error) {
 		if err != nil {
 			return t, err
 		}
-		if err := c.startReplicas(ctx, replicas, true); err != nil {
+		if err := c.startReplicas(ctx, replicas, true, nil); err != nil {
 			return t, err
 		}
 		r := fire(c.Replicas, key, o.burst)
@@ -190,7 +190,7 @@ func (c *cluster) holdOf(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := c.startReplicas(ctx, 1, true); err != nil {
+	if err := c.startReplicas(ctx, 1, true, nil); err != nil {
 		return 0, err
 	}
 	defer c.stopReplicas()

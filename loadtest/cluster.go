@@ -122,11 +122,12 @@ type gateway struct {
 	Cmd   *exec.Cmd
 }
 
-// startReplicas starts n gateways; shared says whether they share Redis (the
-// product) or each keep limits in their own process (the failure mode).
-func (c *cluster) startReplicas(ctx context.Context, n int, shared bool) error {
+// startReplicas starts n gateways, with extra environment on top of the
+// cluster's; shared says whether they share Redis (the product) or each keep
+// limits in their own process (the failure mode).
+func (c *cluster) startReplicas(ctx context.Context, n int, shared bool, extra []string) error {
 	for range n {
-		g, err := c.startGateway(ctx, n, shared, nil)
+		g, err := c.startGateway(ctx, n, shared, extra)
 		if err != nil {
 			return err
 		}

@@ -188,12 +188,8 @@ func fair(ctx context.Context, c *cluster, o options) (table, error) {
 	if _, err := c.Store.SetTeamLimits(ctx, store.ActorCLI, c.TeamID, store.Limits{TokensPerMinute: teamTPM, RatePeriod: time.Second}); err != nil {
 		return table{}, err
 	}
-	for range replicas {
-		g, err := c.startGateway(ctx, replicas, true, []string{"FAIR_QUEUE_WAIT=" + fairWait.String()})
-		if err != nil {
-			return table{}, err
-		}
-		c.Replicas = append(c.Replicas, g.Base)
+	if err := c.startReplicas(ctx, replicas, true, []string{"FAIR_QUEUE_WAIT=" + fairWait.String()}); err != nil {
+		return table{}, err
 	}
 	defer c.stopReplicas()
 	client := newLoadClient()
@@ -288,12 +284,8 @@ func runaway(ctx context.Context, c *cluster, o options) (table, error) {
 	if _, err := c.Store.SetTeamLimits(ctx, store.ActorCLI, c.TeamID, store.Limits{RateLimit: teamRate, RatePeriod: time.Second}); err != nil {
 		return table{}, err
 	}
-	for range replicas {
-		g, err := c.startGateway(ctx, replicas, true, []string{"FAIR_QUEUE_WAIT=" + fairWait.String()})
-		if err != nil {
-			return table{}, err
-		}
-		c.Replicas = append(c.Replicas, g.Base)
+	if err := c.startReplicas(ctx, replicas, true, []string{"FAIR_QUEUE_WAIT=" + fairWait.String()}); err != nil {
+		return table{}, err
 	}
 	defer c.stopReplicas()
 	client := newLoadClient()

@@ -80,7 +80,7 @@ func propagation(ctx context.Context, c *cluster, o options) (table, error) {
 	if err != nil {
 		return table{}, err
 	}
-	if err := c.startReplicas(ctx, replicas, true); err != nil {
+	if err := c.startReplicas(ctx, replicas, true, nil); err != nil {
 		return table{}, err
 	}
 	defer c.stopReplicas()

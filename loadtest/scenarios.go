@@ -35,7 +35,7 @@ func correctness(ctx context.Context, c *cluster, o options) (table, error) {
 			if err != nil {
 				return t, err
 			}
-			if err := c.startReplicas(ctx, replicas, shared); err != nil {
+			if err := c.startReplicas(ctx, replicas, shared, nil); err != nil {
 				return t, err
 			}
 			out := attack(email, c.Replicas, key, 4*limit, o.duration)
@@ -70,7 +70,7 @@ func isolation(ctx context.Context, c *cluster, o options) (table, error) {
 	if err != nil {
 		return table{}, err
 	}
-	if err := c.startReplicas(ctx, replicas, true); err != nil {
+	if err := c.startReplicas(ctx, replicas, true, nil); err != nil {
 		return table{}, err
 	}
 	defer c.stopReplicas()
