@@ -115,6 +115,20 @@ func (c *cluster) member(ctx context.Context, email string, l store.Limits) (str
 	return k.Plaintext, err
 }
 
+// members adds n members with no limits of their own (prefix-i@loadtest.dev)
+// and returns a key for each.
+func (c *cluster) members(ctx context.Context, prefix string, n int) ([]string, error) {
+	keys := make([]string, 0, n)
+	for i := range n {
+		key, err := c.member(ctx, fmt.Sprintf("%s-%d@loadtest.dev", prefix, i), store.NoLimits())
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
 // gateway is one `tollgate serve` process the harness started.
 type gateway struct {
 	Base  string // public listener, http://127.0.0.1:port

@@ -273,13 +273,9 @@ func runaway(ctx context.Context, c *cluster, o options) (table, error) {
 		share    = teamRate / members
 		rounds   = 4 // alternating: without, with, without, with
 	)
-	var keys []string
-	for i := range members {
-		key, err := c.member(ctx, fmt.Sprintf("member-%d@loadtest.dev", i), store.NoLimits())
-		if err != nil {
-			return table{}, err
-		}
-		keys = append(keys, key)
+	keys, err := c.members(ctx, "member", members)
+	if err != nil {
+		return table{}, err
 	}
 	if _, err := c.Store.SetTeamLimits(ctx, store.ActorCLI, c.TeamID, store.Limits{RateLimit: teamRate, RatePeriod: time.Second}); err != nil {
 		return table{}, err

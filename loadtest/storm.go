@@ -28,13 +28,9 @@ func storm(ctx context.Context, c *cluster, o options) (table, error) {
 	)
 	// 10-20s: shorter, the account's first burst of stormRPM would be all there is.
 	d := min(max(o.duration, 10*time.Second), 20*time.Second)
-	var keys []string
-	for i := range stormMembers {
-		key, err := c.member(ctx, fmt.Sprintf("storm-%d@loadtest.dev", i), store.NoLimits())
-		if err != nil {
-			return table{}, err
-		}
-		keys = append(keys, key)
+	keys, err := c.members(ctx, "storm", stormMembers)
+	if err != nil {
+		return table{}, err
 	}
 	t := table{
 		Title: fmt.Sprintf("Provider 429 storm: an account of %d requests/min, %d members offering %d req/s each for %s over %d replicas",
