@@ -45,7 +45,8 @@ type App struct {
 	console   *console.Console
 	api       *api.API
 	ledger    *ledger.Writer
-	live      *live.Stats // the dashboard's live counters, summed over replicas through Redis
+	live      *live.Stats  // the dashboard's live counters, summed over replicas through Redis
+	late      *lateCharges // nil without Redis
 
 	closeLimiter func()
 
@@ -133,8 +134,10 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	}
 	lopts := ledger.Options{Logger: log, SpoolDir: cfg.LedgerSpoolDir, MaxRows: cfg.LedgerSpoolMaxRows}
 	redisLimiter, _ := lim.(*limiter.Redis)
+	var late *lateCharges
 	if redisLimiter != nil {
-		lopts.Flushed = (&lateCharges{lim: redisLimiter, log: log}).flushed
+		late = &lateCharges{lim: redisLimiter, st: st, log: log}
+		lopts.Flushed = late.flushed
 	}
 	lw, err := ledger.New(st, lopts)
 	if err != nil {
@@ -150,7 +153,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 			return nil, err
 		}
 	}
-	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, clock: lim.(periodClock), closeLimiter: closeLimiter,
+	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, late: late, clock: lim.(periodClock), closeLimiter: closeLimiter,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
 	if redisLimiter != nil {
@@ -250,6 +253,9 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	go a.Snapshots.Run(runCtx)
 	go a.gateway.RunHealthProbes(runCtx)
 	go a.gateway.RunProviderLimits(runCtx)
+	if a.late != nil {
+		go a.late.watch(runCtx)
+	}
 	// The ledger outlives the listener: requests drained at shutdown still settle,
 	// and its final flush runs once they have.
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))

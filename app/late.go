@@ -5,34 +5,31 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/tollgate/tollgate/app/ledger"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/limiter"
 )
 
-// maxLateRows bounds the rows waiting to be charged late; past it the oldest
-// batch is dropped (and logged): Redis has been unreachable for that long.
-const maxLateRows = 100000
-
 // lateCharges hands the Redis limiter what each ledger flush did: the teams'
 // durable watermarks, and the rows that reached Postgres after a rebuild may
-// have read it (limiter.Redis.ChargeLate). A charge Redis could not take, or
-// that has no counters to go to yet, is tried again after the next flush; the
-// charge is idempotent, so a retry never counts a row twice. It runs on the
-// ledger's flush loop only.
+// have read it (limiter.Redis.ChargeLate). A charge Redis does not take (it is
+// unreachable from here, or the team has no counters yet) is marked in
+// Postgres instead (store.MarkLateCharge), and every replica's watch has the
+// marked team's counters rebuilt from the ledger, which holds the rows now. So
+// the charge outlives this process.
 type lateCharges struct {
-	lim     *limiter.Redis
-	log     *slog.Logger
-	waiting []lateBatch
-	rows    int
+	lim *limiter.Redis
+	st  *store.Store
+	log *slog.Logger
+	// unmarked holds the marks Postgres did not take, per team: tried again at
+	// the next flush.
+	unmarked map[int64]int64
 }
 
-type lateBatch struct {
-	team string
-	gen  int64
-	rows []limiter.LateRow
-}
+// lateWatchInterval is how often each replica looks for marked teams.
+const lateWatchInterval = time.Second
 
 func (l *lateCharges) flushed(ctx context.Context, f store.LedgerFlush) {
 	for team, c := range f.Teams {
@@ -48,33 +45,57 @@ func (l *lateCharges) flushed(ctx context.Context, f store.LedgerFlush) {
 		}
 	}
 	for team, rows := range byTeam {
-		l.waiting = append(l.waiting, lateBatch{team: strconv.FormatInt(team, 10), gen: f.Teams[team].RebuildGen, rows: rows})
-		l.rows += len(rows)
-	}
-	for l.rows > maxLateRows {
-		l.log.Error("ledger rows dropped from the late charge: Redis has not taken them; the team's counters may miss them until it is rebuilt",
-			"team", l.waiting[0].team, "rows", len(l.waiting[0].rows))
-		l.rows -= len(l.waiting[0].rows)
-		l.waiting = l.waiting[1:]
-	}
-	kept := l.waiting[:0]
-	for _, b := range l.waiting {
-		n, err := l.lim.ChargeLate(ctx, b.team, b.gen, b.rows)
+		gen := f.Teams[team].RebuildGen
+		n, err := l.lim.ChargeLate(ctx, strconv.FormatInt(team, 10), gen, rows)
 		switch {
 		case err == nil:
-			l.rows -= len(b.rows)
 			if n > 0 {
 				l.log.Warn("ledger rows charged to the team's counters late: they reached Postgres after a rebuild had read it",
-					"team", b.team, "rows", n)
+					"team", team, "rows", n)
 			}
 			continue
 		case !errors.Is(err, limiter.ErrNoCounters):
-			l.log.Warn("late charge of ledger rows failed; will retry", "team", b.team, "rows", len(b.rows), "err", err)
+			l.log.Warn("late charge of ledger rows failed; the team's counters will be rebuilt instead", "team", team, "rows", len(rows), "err", err)
 		}
-		kept = append(kept, b)
+		if l.unmarked == nil {
+			l.unmarked = map[int64]int64{}
+		}
+		l.unmarked[team] = max(l.unmarked[team], gen)
 	}
-	clear(l.waiting[len(kept):])
-	l.waiting = kept
+	for team, gen := range l.unmarked {
+		if err := l.st.MarkLateCharge(ctx, team, gen); err != nil {
+			l.log.Error("late charge not marked; will retry at the next flush", "team", team, "err", err)
+			continue
+		}
+		delete(l.unmarked, team)
+	}
+}
+
+// watch, on every replica, makes sure each marked team's counters come from a
+// rebuild after its mark, then clears the mark.
+func (l *lateCharges) watch(ctx context.Context) {
+	t := time.NewTicker(lateWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		marks, err := l.st.LateMarks(ctx)
+		if err != nil {
+			continue // Postgres is away: the ledger's own health says so
+		}
+		for team, gen := range marks {
+			done, err := l.lim.RebuiltAfter(ctx, strconv.FormatInt(team, 10), gen)
+			if err != nil || !done {
+				continue
+			}
+			if err := l.st.ClearLateMark(ctx, team, gen); err != nil {
+				l.log.Warn("late mark not cleared; will retry", "team", team, "err", err)
+			}
+		}
+	}
 }
 
 // loadWatermarks tells the limiter, before this replica admits anything, how far

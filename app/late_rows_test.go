@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -28,50 +29,54 @@ func ledgerSpend(t *testing.T, f *fixture) (spent int64, final int) {
 	return spent, final
 }
 
-// TestRebuildAfterPostgresOutageCountsOtherReplicasRows: replica A, cut from
-// Postgres by a forwarder, spends the member's budget (its rows wait in its
-// ledger); Redis then loses the counters (FLUSHALL) and replica B rebuilds them
-// from Postgres, which lacks A's rows. Once Postgres is back and A's rows land,
-// Redis counts them: B refuses from then on. Before, nothing counted them again
-// and B admitted about a second budget (190%).
-func TestRebuildAfterPostgresOutageCountsOtherReplicasRows(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	srv := redistest.StartServer(t)
-	pg := apptest.NewTCPProxy(t, "127.0.0.1:5432")
-	env := map[string]string{"REDIS_URL": srv.URL(), "LEDGER_SPOOL_DIR": t.TempDir()}
-	b := f.replicaWith(t, env)
-	env["DATABASE_URL"], env["LEDGER_SPOOL_DIR"] = pg.Via(f.dbURL), t.TempDir()
-	a := f.replicaWith(t, env)
+// outage is the shape both late-row tests share: replica A, cut from Postgres
+// by a forwarder, spends the member's budget (its rows wait in its ledger);
+// Redis then loses the counters (FLUSHALL) and replica B rebuilds them from
+// Postgres, which lacks A's rows.
+type outage struct {
+	f           *fixture
+	srv         *redistest.Server
+	pg          *apptest.TCPProxy
+	a, b        *apptest.Replica
+	budget, one int64 // the member's budget; one request's cost
+	onA         int   // requests A admitted without Postgres
+}
 
-	probe := do(t, anthropicRequest(t, b.URL, f.key, messagesBody))
+// spendOnAWithoutPostgres sets the outage up to the point where B has rebuilt
+// without A's rows; A reaches Redis at aRedis.
+func spendOnAWithoutPostgres(t *testing.T, f *fixture, srv *redistest.Server, aRedis string) *outage {
+	t.Helper()
+	o := &outage{f: f, srv: srv, pg: apptest.NewTCPProxy(t, "127.0.0.1:5432")}
+	o.b = f.replicaWith(t, map[string]string{"REDIS_URL": srv.URL(), "LEDGER_SPOOL_DIR": t.TempDir()})
+	o.a = f.replicaWith(t, map[string]string{"REDIS_URL": aRedis, "LEDGER_SPOOL_DIR": t.TempDir(), "DATABASE_URL": o.pg.Via(f.dbURL)})
+
+	probe := do(t, anthropicRequest(t, o.b.URL, f.key, messagesBody))
 	if probe.status != http.StatusOK {
 		t.Fatalf("probe: %d %s", probe.status, probe.body)
 	}
 	first := ledgerRow(t, f, probe.header.Get(proxy.RequestIDHeader))
-	budget := first.CostMicros + 10*first.HeldMicros
-	setLimits(t, f, store.Limits{Budget: dollarsPtr(budget), BudgetPeriod: "monthly"})
-	waitForBudget(t, a, f)
-	waitForBudget(t, b, f)
+	o.one, o.budget = first.CostMicros, first.CostMicros+10*first.HeldMicros
+	setLimits(t, f, store.Limits{Budget: dollarsPtr(o.budget), BudgetPeriod: "monthly"})
+	waitForBudget(t, o.a, f)
+	waitForBudget(t, o.b, f)
 	// A reads the counters while Postgres answers (the first budgeted admission
 	// rebuilds them).
-	warm := do(t, anthropicRequest(t, a.URL, f.key, messagesBody))
+	warm := do(t, anthropicRequest(t, o.a.URL, f.key, messagesBody))
 	if warm.status != http.StatusOK {
 		t.Fatalf("on A: %d %s", warm.status, warm.body)
 	}
 	ledgerRow(t, f, warm.header.Get(proxy.RequestIDHeader))
 
-	pg.Stop()
-	onA := 0
+	o.pg.Stop()
 	for {
-		r := do(t, anthropicRequest(t, a.URL, f.key, messagesBody))
+		r := do(t, anthropicRequest(t, o.a.URL, f.key, messagesBody))
 		if r.status == http.StatusPaymentRequired {
 			break
 		}
 		if r.status != http.StatusOK {
 			t.Fatalf("on A without Postgres: %d %s", r.status, r.body)
 		}
-		if onA++; onA > 30 {
+		if o.onA++; o.onA > 30 {
 			t.Fatal("A never refused")
 		}
 	}
@@ -80,37 +85,98 @@ func TestRebuildAfterPostgresOutageCountsOtherReplicasRows(t *testing.T) {
 	must(t, c.FlushAll(context.Background()).Err())
 	// B rebuilds from what Postgres holds: the probe only. The one request this
 	// admits is what a rebuild in the window before A's rows land may let by.
-	if r := do(t, anthropicRequest(t, b.URL, f.key, messagesBody)); r.status != http.StatusOK {
+	if r := do(t, anthropicRequest(t, o.b.URL, f.key, messagesBody)); r.status != http.StatusOK {
 		t.Fatalf("B's rebuild: %d %s", r.status, r.body)
 	}
-	pg.Restart(t)
-	eventually(t, 20*time.Second, "A's rows in Postgres", func() bool {
-		_, final := ledgerSpend(t, f)
-		return final == 2+onA+1
-	})
-	time.Sleep(500 * time.Millisecond) // A charges them to Redis right after they land
+	return o
+}
 
+// landRows gives A its Postgres back and waits until its rows are in.
+func (o *outage) landRows(t *testing.T) {
+	t.Helper()
+	o.pg.Restart(t)
+	eventually(t, 20*time.Second, "A's rows in Postgres", func() bool {
+		_, final := ledgerSpend(t, o.f)
+		return final == 2+o.onA+1
+	})
+}
+
+// checkBRefuses sends 12 requests through B and fails if it admitted any or the
+// ledger ends above the budget plus the one request of the window.
+func (o *outage) checkBRefuses(t *testing.T) {
+	t.Helper()
 	more := 0
 	for range 12 {
-		r := do(t, anthropicRequest(t, b.URL, f.key, messagesBody))
+		r := do(t, anthropicRequest(t, o.b.URL, o.f.key, messagesBody))
 		if r.status == http.StatusOK {
 			more++
-			ledgerRow(t, f, r.header.Get(proxy.RequestIDHeader))
+			ledgerRow(t, o.f, r.header.Get(proxy.RequestIDHeader))
 		} else if r.status != http.StatusPaymentRequired {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
 	}
 	eventually(t, 10*time.Second, "every row final", func() bool {
-		_, final := ledgerSpend(t, f)
-		return final == 2+onA+1+more
+		_, final := ledgerSpend(t, o.f)
+		return final == 2+o.onA+1+more
 	})
-	spent, _ := ledgerSpend(t, f)
+	spent, _ := ledgerSpend(t, o.f)
 	t.Logf("A admitted %d without Postgres; B admitted %d after A's rows landed; spent %d µ$ of %d (%d%%)",
-		onA, more, spent, budget, spent*100/budget)
-	if more > 0 || spent > budget+first.CostMicros {
+		o.onA, more, spent, o.budget, spent*100/o.budget)
+	if more > 0 || spent > o.budget+o.one {
 		t.Fatalf("spent %d µ$ against a budget of %d µ$ (B admitted %d after A's rows landed), want at most the one request of the window over",
-			spent, budget, more)
+			spent, o.budget, more)
 	}
+}
+
+// TestRebuildAfterPostgresOutageCountsOtherReplicasRows: once Postgres is back
+// and A's rows land, Redis counts them: B refuses from then on. Before, nothing
+// counted them again and B admitted about a second budget (190%).
+func TestRebuildAfterPostgresOutageCountsOtherReplicasRows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := redistest.StartServer(t)
+	o := spendOnAWithoutPostgres(t, f, srv, srv.URL())
+	o.landRows(t)
+	time.Sleep(500 * time.Millisecond) // A charges them to Redis right after they land
+	o.checkBRefuses(t)
+}
+
+// TestLateChargeOutlivesTheReplicaThatOwedIt: as above, but A cannot reach
+// Redis when its rows land, and then stops: the late charge it owed is marked
+// in Postgres, and B has the counters rebuilt from the ledger, which has A's
+// rows. Before, the charge waited in A's memory and died with it: B admitted
+// about a second budget.
+func TestLateChargeOutlivesTheReplicaThatOwedIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := redistest.StartServer(t)
+	aRedis := apptest.NewTCPProxy(t, srv.Addr())
+	o := spendOnAWithoutPostgres(t, f, srv, aRedis.Via(srv.URL()))
+	aRedis.Stop()
+	o.landRows(t)
+	if err := o.a.Stop(); err != nil && err != http.ErrServerClosed {
+		t.Fatal(err)
+	}
+	// B's watch drops the counters' epoch within about a second of the mark.
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	key := fmt.Sprintf("{t:%d}:h", f.team.ID)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		keys, err := c.Keys(context.Background(), "*"+key).Result()
+		must(t, err)
+		if len(keys) == 1 && !c.HExists(context.Background(), keys[0], "e").Val() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	o.checkBRefuses(t)
+	// B's rebuild came after the mark: the next watch clears it.
+	eventually(t, 5*time.Second, "the late mark cleared", func() bool {
+		marks, err := f.st.LateMarks(context.Background())
+		must(t, err)
+		return marks[f.team.ID] == 0
+	})
 }
 
 // TestRestartedReplicaKnowsRestoredCountersAreOld: a replica spends the

@@ -948,6 +948,34 @@ func (r *Redis) ChargeLate(ctx context.Context, team string, gen int64, rows []L
 	return int(n), nil
 }
 
+// RebuiltAfter reports whether the team's counters come from a rebuild that
+// read the ledger after generation gen began, so they count every row that
+// landed in gen. If they come from an earlier one, it drops their epoch, so
+// that the next admission rebuilds them, and reports false: ask again, since
+// a rebuild under way may still write counters from an earlier read. Without
+// counters it reports false too.
+func (r *Redis) RebuiltAfter(ctx context.Context, team string, gen int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	n, err := r.run(ctx, rebuiltAfterScript, []string{r.teamBase(team) + "h"}, gen).Int64()
+	if err != nil {
+		return false, fmt.Errorf("limiter: rebuilt after %s: %w", team, err)
+	}
+	return n == 1, nil
+}
+
+// rebuiltAfterScript: 1 if the hash's rebuild generation (g, packed) is later
+// than ARGV 1; else it drops the epoch and answers 0.
+var rebuiltAfterScript = redis.NewScript(`local v = redis.call('HMGET', KEYS[1], 'e', 'g')
+if not v[1] then
+  return 0
+end
+if v[2] and struct.unpack('<d', v[2]) > tonumber(ARGV[1]) then
+  return 1
+end
+redis.call('HDEL', KEYS[1], 'e')
+return 0`)
+
 // SetKeyRevoked records in Redis that the team's key is revoked (or not), which every
 // replica's next Admit checks.
 func (r *Redis) SetKeyRevoked(ctx context.Context, team, keyID string, revoked bool) error {

@@ -29,3 +29,15 @@ SELECT team_id, wm_epoch, wm_seq FROM team_counters WHERE wm_epoch > 0;
 
 -- name: TeamCountersWatermarksOf :many
 SELECT team_id, wm_epoch, wm_seq FROM team_counters WHERE team_id = ANY(@team_ids::bigint[]);
+
+-- name: TeamCountersMarkLate :exec
+-- A late charge Redis did not take: the team's counters must come from a
+-- rebuild after generation late_gen.
+UPDATE team_counters SET late_gen = GREATEST(late_gen, @late_gen::bigint) WHERE team_id = @team_id;
+
+-- name: TeamCountersLateMarks :many
+SELECT team_id, late_gen FROM team_counters WHERE late_gen > 0 ORDER BY team_id;
+
+-- name: TeamCountersClearLate :exec
+-- Clears the mark if no later one came meanwhile.
+UPDATE team_counters SET late_gen = 0 WHERE team_id = @team_id AND late_gen = @late_gen;

@@ -203,6 +203,7 @@ type TeamCounter struct {
 	RebuildGen int64
 	WmEpoch    int64
 	WmSeq      int64
+	LateGen    int64
 }
 
 type TeamSso struct {

@@ -24,6 +24,21 @@ func (q *Queries) TeamCountersBumpRebuild(ctx context.Context, db DBTX, teamID i
 	return rebuild_gen, err
 }
 
+const teamCountersClearLate = `-- name: TeamCountersClearLate :exec
+UPDATE team_counters SET late_gen = 0 WHERE team_id = $1 AND late_gen = $2
+`
+
+type TeamCountersClearLateParams struct {
+	TeamID  int64
+	LateGen int64
+}
+
+// Clears the mark if no later one came meanwhile.
+func (q *Queries) TeamCountersClearLate(ctx context.Context, db DBTX, arg TeamCountersClearLateParams) error {
+	_, err := db.Exec(ctx, teamCountersClearLate, arg.TeamID, arg.LateGen)
+	return err
+}
+
 const teamCountersEnsure = `-- name: TeamCountersEnsure :exec
 INSERT INTO team_counters (team_id) SELECT unnest($1::bigint[])
 ON CONFLICT (team_id) DO NOTHING
@@ -32,6 +47,51 @@ ON CONFLICT (team_id) DO NOTHING
 // Every team of a ledger batch has a row to lock before its rows are written.
 func (q *Queries) TeamCountersEnsure(ctx context.Context, db DBTX, teamIds []int64) error {
 	_, err := db.Exec(ctx, teamCountersEnsure, teamIds)
+	return err
+}
+
+const teamCountersLateMarks = `-- name: TeamCountersLateMarks :many
+SELECT team_id, late_gen FROM team_counters WHERE late_gen > 0 ORDER BY team_id
+`
+
+type TeamCountersLateMarksRow struct {
+	TeamID  int64
+	LateGen int64
+}
+
+func (q *Queries) TeamCountersLateMarks(ctx context.Context, db DBTX) ([]TeamCountersLateMarksRow, error) {
+	rows, err := db.Query(ctx, teamCountersLateMarks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TeamCountersLateMarksRow
+	for rows.Next() {
+		var i TeamCountersLateMarksRow
+		if err := rows.Scan(&i.TeamID, &i.LateGen); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const teamCountersMarkLate = `-- name: TeamCountersMarkLate :exec
+UPDATE team_counters SET late_gen = GREATEST(late_gen, $1::bigint) WHERE team_id = $2
+`
+
+type TeamCountersMarkLateParams struct {
+	LateGen int64
+	TeamID  int64
+}
+
+// A late charge Redis did not take: the team's counters must come from a
+// rebuild after generation late_gen.
+func (q *Queries) TeamCountersMarkLate(ctx context.Context, db DBTX, arg TeamCountersMarkLateParams) error {
+	_, err := db.Exec(ctx, teamCountersMarkLate, arg.LateGen, arg.TeamID)
 	return err
 }
 

@@ -334,3 +334,35 @@ func (s *Store) spendSince(ctx context.Context, q db.DBTX, teamID int64, since t
 	}
 	return spent, nil
 }
+
+// MarkLateCharge records durably that rows which landed in rebuild generation
+// gen were not charged to the team's counters (Redis did not take the late
+// charge), so that any replica has the counters rebuilt after gen
+// (LateMarks) even if this one dies first.
+func (s *Store) MarkLateCharge(ctx context.Context, teamID, gen int64) error {
+	if err := s.q.TeamCountersMarkLate(ctx, s.pool, db.TeamCountersMarkLateParams{TeamID: teamID, LateGen: gen}); err != nil {
+		return fmt.Errorf("store: mark late charge of team %d: %w", teamID, err)
+	}
+	return nil
+}
+
+// LateMarks is each marked team's generation (MarkLateCharge).
+func (s *Store) LateMarks(ctx context.Context) (map[int64]int64, error) {
+	rows, err := s.q.TeamCountersLateMarks(ctx, s.pool)
+	if err != nil {
+		return nil, fmt.Errorf("store: late marks: %w", err)
+	}
+	out := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		out[r.TeamID] = r.LateGen
+	}
+	return out, nil
+}
+
+// ClearLateMark clears the team's mark if it is still gen: a later mark stays.
+func (s *Store) ClearLateMark(ctx context.Context, teamID, gen int64) error {
+	if err := s.q.TeamCountersClearLate(ctx, s.pool, db.TeamCountersClearLateParams{TeamID: teamID, LateGen: gen}); err != nil {
+		return fmt.Errorf("store: clear late mark of team %d: %w", teamID, err)
+	}
+	return nil
+}
