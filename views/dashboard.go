@@ -34,6 +34,7 @@ type TeamSummary struct {
 	Throttled  string
 	OverBudget string
 	InFlight   string
+	Waited     string // requests that waited for a turn (X-Tollgate-Queued-Ms), with their mean wait
 	Spend      Budget
 	LimitsURL  string
 }
@@ -51,6 +52,7 @@ type DashboardRow struct {
 	OverBudget  string // 402s in the last minute
 	Tokens      string // in the last minute
 	InFlight    string
+	Waited      string // requests that waited for a turn (X-Tollgate-Queued-Ms), with their mean wait
 	Spend       Budget
 	LastSeen    string
 }

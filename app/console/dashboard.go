@@ -61,13 +61,13 @@ func dashboardLive(figs teamFigures, lt live.Team, ok bool) views.DashboardLive 
 		Team: views.TeamSummary{Requests: count(lt.LastMinute.Requests, ok), Refused: count(refused(lt.LastMinute), ok),
 			Throttled:  count(lt.LastMinute.Throttled, ok),
 			OverBudget: count(lt.LastMinute.OverBudget, ok), InFlight: count(lt.InFlight, ok),
-			Spend: figs.teamBudget(), LimitsURL: Prefix + "/team/limits"}}
+			Waited: waited(lt.LastMinute, ok), Spend: figs.teamBudget(), LimitsURL: Prefix + "/team/limits"}}
 	for _, m := range figs.members {
 		lm := lt.Members[m.ID]
 		row := views.DashboardRow{ID: m.ID, Email: m.Email, URL: Prefix + "/members/" + strconv.FormatInt(m.ID, 10),
 			Requests: count(lm.LastMinute.Requests, ok), Refused: count(refused(lm.LastMinute), ok), Throttled: count(lm.LastMinute.Throttled, ok),
 			OverBudget: count(lm.LastMinute.OverBudget, ok), Tokens: count(lm.LastMinute.Tokens, ok),
-			InFlight: count(lm.InFlight, ok), Spend: figs.memberBudget(m.ID), LastSeen: lastSeen(lm.LastSeen, now, ok)}
+			InFlight: count(lm.InFlight, ok), Waited: waited(lm.LastMinute, ok), Spend: figs.memberBudget(m.ID), LastSeen: lastSeen(lm.LastSeen, now, ok)}
 		row.Status, row.StatusClass = memberState(m, row.Spend, lm)
 		vm.Rows = append(vm.Rows, row)
 	}
@@ -77,6 +77,15 @@ func dashboardLive(figs teamFigures, lt live.Team, ok bool) views.DashboardLive 
 	}
 	vm.Chart = views.NewChart(minutes, store.FormatDollars)
 	return vm
+}
+
+// waited is how many of c's requests waited for a turn (the fair waiting room,
+// the provider account's capacity), and their mean wait: "12 · 140 ms".
+func waited(c live.Counts, ok bool) string {
+	if !ok || c.Waited == 0 {
+		return count(c.Waited, ok)
+	}
+	return count(c.Waited, ok) + " · " + strconv.FormatInt(c.WaitMillis/c.Waited, 10) + " ms"
 }
 
 // refused is every request of c the gateway did not answer with the

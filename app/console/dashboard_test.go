@@ -90,7 +90,8 @@ func TestDashboardStreamAcrossReplicas(t *testing.T) {
 
 	sent := time.Now()
 	call(gateway, o.TeamID, ada.ID, 200, 1234)
-	call(gateway, o.TeamID, ada.ID, 429, 0)
+	// Refused after its whole wait in the fair waiting room.
+	gateway.Finished(proxy.Outcome{TeamID: o.TeamID, MemberID: ada.ID, Status: 429, Refusal: "queued", Queued: 3 * time.Second})
 	for {
 		ev, err := s.next(5 * time.Second)
 		if err != nil {
@@ -103,6 +104,12 @@ func TestDashboardStreamAcrossReplicas(t *testing.T) {
 			}
 			if cell(r, "live-429") != "1" || cell(r, "live-tokens") != "15" || cell(r, "live-status") != "Throttled" {
 				t.Errorf("ada's row: 429s %q, tokens %q, status %q", cell(r, "live-429"), cell(r, "live-tokens"), cell(r, "live-status"))
+			}
+			if got := cell(r, "live-waited"); got != "1 · 3000 ms" {
+				t.Errorf("ada's row: waited %q, want 1 request that waited 3000 ms", got)
+			}
+			if !strings.Contains(ev.data, `data-testid="team-waited">1 · 3000 ms<`) {
+				t.Errorf("the team's figures do not say one request waited 3000 ms:\n%.2000s", ev.data)
 			}
 			break
 		}

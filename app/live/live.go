@@ -80,6 +80,8 @@ type Counts struct {
 	Refused     int64 // refused for another reason: cut off, revoked key, no route, bad body...
 	Tokens      int64 // every token class the provider reported: input, cache, output
 	SpendMicros int64 // the settled cost of the requests, in micro-dollars
+	Waited      int64 // requests that waited for a turn: the fair waiting room, the provider account's capacity
+	WaitMillis  int64 // their waits summed, in milliseconds (X-Tollgate-Queued-Ms)
 }
 
 func (c *Counts) add(o Counts) {
@@ -89,6 +91,8 @@ func (c *Counts) add(o Counts) {
 	c.Refused += o.Refused
 	c.Tokens += o.Tokens
 	c.SpendMicros += o.SpendMicros
+	c.Waited += o.Waited
+	c.WaitMillis += o.WaitMillis
 }
 
 // counters names each field of Counts in Redis.
@@ -102,6 +106,8 @@ var counters = [...]struct {
 	{"x", func(c *Counts) *int64 { return &c.Refused }},
 	{"k", func(c *Counts) *int64 { return &c.Tokens }},
 	{"s", func(c *Counts) *int64 { return &c.SpendMicros }},
+	{"q", func(c *Counts) *int64 { return &c.Waited }},
+	{"w", func(c *Counts) *int64 { return &c.WaitMillis }},
 }
 
 // Member is one member's live figures, summed over every replica.
@@ -194,6 +200,9 @@ func (s *Stats) Finished(o proxy.Outcome) {
 	u := o.Usage
 	c.Tokens = u.InputTokens + u.CacheWriteTokens + u.CacheReadTokens + u.OutputTokens
 	c.SpendMicros = o.CostMicros
+	if o.Queued > 0 {
+		c.Waited, c.WaitMillis = 1, max(1, o.Queued.Milliseconds())
+	}
 
 	now := s.opts.Now()
 	k := slotAt(o.TeamID, o.MemberID, now)
