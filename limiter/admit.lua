@@ -29,8 +29,8 @@ local call, min, byte, sub, format, unpack, pack, unpackd =
 -- sweepBatch, tokenUnit, SettledWindow.
 local SLACK, CONC_RETRY_CAP, SWEEP, UNIT, SETTLED_WINDOW = 10000000, 1000000, 100, 60000000, 120000000
 -- The waiting room's constants (limiter.go): queueMinPoll, queueMaxPoll, queueGrace,
--- queueRebase.
-local MIN_POLL, MAX_POLL, GRACE, REBASE = 1000, 50000, 250000, 17592186044416
+-- queueRebase, queueReserve, queueBacklog.
+local MIN_POLL, MAX_POLL, GRACE, REBASE, RESERVE, BACKLOG = 1000, 50000, 250000, 17592186044416, 500000, 2
 -- A concurrency set's TTL is extended this far past the lease it needs, so that the
 -- extension (a PEXPIRE) runs about once per EXTEND rather than on every request.
 local EXTEND = 30000000
@@ -72,6 +72,27 @@ local t_scope, t_limit, t_rem, t_reset
 -- refusals, which it can. A slot usually comes back long before the lease that
 -- bounds a concurrency refusal's wait, so that wait counts as one poll at most.
 local hard, qw = false, 0
+-- rsv is the refusal a backlogged member gets from a team bucket this request would
+-- leave below its reserve (see the waiting room): the longest such wait, first on ties.
+local rsv
+-- reserve is what a team bucket of capacity cap, refilled rate units a microsecond,
+-- holds back from backlogged members once it has given cost: queueReserve's refill, at
+-- most half of what is left, so that a backlogged member always fits.
+local function reserve(rate, cap, cost)
+  local half = floor((cap - cost) / 2)
+  if rate <= floor(half / RESERVE) then
+    return rate * RESERVE
+  end
+  return half
+end
+local function short(left, rate, r, reason, limit, reset)
+  if left < r then
+    local rw = floor((r - left + rate - 1) / rate)
+    if not rsv or rw > rsv[1] then
+      rsv = { rw, reason, limit, reset }
+    end
+  end
+end
 -- consider keeps the worse of a refusal and the worst so far: the lower rank (budget,
 -- then rate and TPM, then concurrency), then the longer wait; the first on ties.
 local function consider(rank, wait, reason, scope, limit, rem, reset, retry, large, brem, bnext)
@@ -322,6 +343,9 @@ for i = first, last do
         t_scope, t_limit, t_rem, t_reset = scope, limit, rem, reset
       end
       st[2], st[3], st[4], st[7], st[8] = left, ts, period, true, reset
+      if queue and scope == TEAM then
+        short(left, limit, reserve(limit, cap, period), RATE, limit, floor((cap - tokens + limit - 1) / limit))
+      end
     end
     ai = ai + 3
   elseif op == 99 then
@@ -419,6 +443,9 @@ for i = first, last do
       if need > 0 then
         set[#set + 1], set[#set + 2] = ARGV[6 + fi], pack('<ddd', tokens - want, ts, rate)
       end
+      if queue and scope == TEAM then
+        short(tokens - want, rate, reserve(rate, cap, want), TPM, rate, floor((cap - tokens + rate - 1) / rate))
+      end
       if scope == MEMBER then
         tpm_m = rate
       else
@@ -509,6 +536,29 @@ if queue then
       end
       N, dropped = N - 1, dropped + 1
     end
+    -- The member's last finish tag. A member more than BACKLOG of its own steps
+    -- ahead of the virtual clock is backlogged: it may not take a team bucket's
+    -- reserve. Any other member asks for no more than its share: if its start tag
+    -- is no later than the head's (a tie goes to whoever asks when the limits
+    -- pass) and the limits pass, it is admitted at once, without a ticket, and its
+    -- finish tag does not move, so a runaway loop that keeps the room full cannot
+    -- make it wait for tokens.
+    local F = 0
+    local fs = call('HGET', H, 'f:' .. member)
+    if fs then
+      local f, fg = unpackd('<dd', fs)
+      if fg == g then
+        F = f
+      end
+    end
+    local backlogged = N > 0 and F - V > BACKLOG * step
+    if backlogged and rsv and not w then
+      consider(2, rsv[1], rsv[2], TEAM, rsv[3], 0, rsv[4], rsv[1], 0)
+    end
+    local S = V
+    if F > S then
+      S = F
+    end
     -- out: 1 admit, 2 refuse, 3 wait with the ticket held, 4 take a ticket.
     local out, leave = 2, false
     if hard then
@@ -521,8 +571,10 @@ if queue then
       else
         out = 3
       end
-    elseif N == 0 and not w then
+    elseif not w and N == 0 then
       out = 1
+    elseif not w and head and not backlogged and S <= hs then
+      out, V = 1, S
     elseif qw <= maxwait then
       out = 4
     end
@@ -536,23 +588,10 @@ if queue then
       -- The ticket's start tag: the virtual time, or the member's last finish tag
       -- if later; the member's finish tag moves on by the ticket's step.
       if N == 0 and V >= REBASE then
-        V, g = 0, g + 1
-      end
-      local fm = 'f:' .. member
-      local F = 0
-      local fs = call('HGET', H, fm)
-      if fs then
-        local f, fg = unpackd('<dd', fs)
-        if fg == g then
-          F = f
-        end
-      end
-      local S = V
-      if F > S then
-        S = F
+        V, g, S = 0, g + 1, 0
       end
       call('ZADD', Q, S, rid)
-      qset[1], qset[2] = fm, pack('<dd', S + step, g)
+      qset[1], qset[2] = 'f:' .. member, pack('<dd', S + step, g)
       N = N + 1
     end
     if out >= 3 then

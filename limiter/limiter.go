@@ -65,7 +65,12 @@
 // finish tag, which moves to S + cost × MaxWeight / Weight; the team's limits pass
 // only for the ticket with the smallest start (then V = S), so members share the
 // team's limits in proportion to their weights however fast each one asks. While
-// the room holds tickets, every request that may queue takes one. Member limits
+// the room holds tickets, a member whose finish tag is more than queueBacklog of
+// its steps past V is backlogged: its requests take tickets, and a team token
+// bucket or TPM limit passes them only if it keeps its reserve (queueReserve's
+// refill). Any other member asks for no more than its share: its request passes
+// at once if the limits do, reserve included, without a ticket or a new finish
+// tag, so that a runaway loop cannot make it wait for tokens. Member limits
 // and budgets never queue. The room's state is in the team's hash (the waiter
 // count among the fields ADMIT reads anyway, so an idle room costs no call) and
 // one ZSET in its slot; a ticket not renewed within its lease (a replica that
@@ -639,6 +644,12 @@ const (
 	// queueRebase is how far the virtual clock may run before an empty room
 	// starts it again from zero, keeping tags far below 2^53.
 	queueRebase = 1 << 44
+	// queueReserve is how much of its refill a team bucket holds back, while the
+	// room holds tickets, from members more than queueBacklog of their own steps
+	// ahead of the virtual clock (at most half of what is left), so that a member
+	// asking for no more than its share is admitted at once beside a runaway.
+	queueReserve = 500 * time.Millisecond
+	queueBacklog = 2
 )
 
 func micros(d time.Duration) int64 { return int64(d / time.Microsecond) }

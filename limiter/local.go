@@ -68,7 +68,29 @@ type check struct {
 	tooLarge         bool
 	budgetLeft       int64 // budget refusals: what is left before the hold, at least 0
 	budgetNext       int64 // budget refusals: when the period ends, µs; 0 for total
-	commit           func()
+	// reserve is, for a team bucket that passes but would be left below its reserve,
+	// the refusal a backlogged member gets instead (see the waiting room).
+	reserve *check
+	commit  func()
+}
+
+// holdReserve sets c.reserve for a team bucket of capacity units, refilled rate units
+// a microsecond, that passes with left units after this request's cost.
+func (c *check) holdReserve(rate, capacity, cost, left, resetUS int64) {
+	if c.scope != ScopeTeam {
+		return
+	}
+	// queueReserve's refill, at most half of what is left once the cost is given,
+	// so that a backlogged member always fits.
+	r := (capacity - cost) / 2
+	if rate <= r/micros(queueReserve) {
+		r = rate * micros(queueReserve)
+	}
+	if left < r {
+		wait := ceilDiv(r-left, rate)
+		c.reserve = &check{rank: 2, wait: wait, reason: c.reason, scope: ScopeTeam, limit: c.limit, resetUS: resetUS,
+			retryUS: wait}
+	}
 }
 
 const forever = maxExact
@@ -205,6 +227,7 @@ func (l *Local) bucket(key stateKey, scope Scope, r *Rate, now int64) check {
 	c.ok = true
 	c.remaining = left / period
 	c.resetUS = ceilDiv(capacity-left, limit)
+	c.holdReserve(limit, capacity, period, left, ceilDiv(capacity-tokens, limit))
 	c.commit = func() { l.buckets[key] = bucketState{tokens: left, ts: ts, period: period} }
 	return c
 }

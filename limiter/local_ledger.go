@@ -316,6 +316,7 @@ func (l *Local) tpm(key stateKey, scope Scope, rate, need, now int64, a *admissi
 	left := tokens - want
 	c.ok = true
 	c.remaining = left / tokenUnit
+	c.holdReserve(rate, capacity, want, left, c.resetUS)
 	c.resetUS = ceilDiv(capacity-left, rate)
 	if scope == ScopeMember {
 		a.memberTPM = rate

@@ -85,6 +85,27 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 		q.remove(h.id)
 		q.n--
 	}
+	// Backlogged members may not take a team bucket's reserve; any other member
+	// whose start tag is before the head's passes at once (admit.lua says why).
+	var last int64
+	if f, ok := q.finish[req.Member]; ok && f.gen == q.gen {
+		last = f.f
+	}
+	backlogged := q.n > 0 && last-q.v > queueBacklog*req.queueStep()
+	if backlogged && !refused {
+		// The longest wait for a reserve, the first on ties, refuses instead.
+		short := -1
+		for i := range checks {
+			if r := checks[i].reserve; r != nil && (short < 0 || r.wait > checks[short].reserve.wait) {
+				short = i
+			}
+		}
+		if short >= 0 {
+			checks[short] = *checks[short].reserve
+			refused, qw = true, max(qw, checks[short].wait)
+		}
+	}
+	start := max(q.v, last)
 	const (
 		admit = iota + 1
 		refuse
@@ -104,8 +125,10 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 		default:
 			out = wait
 		}
-	case q.n == 0 && !refused:
+	case !refused && q.n == 0:
 		out = admit
+	case !refused && found && !backlogged && start <= headStart:
+		out, q.v = admit, start
 	case qw <= maxWait:
 		out = take
 	}
@@ -115,11 +138,7 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 	}
 	if out == take {
 		if q.n == 0 && q.v >= queueRebase {
-			q.v, q.gen = 0, q.gen+1
-		}
-		start := q.v
-		if f, ok := q.finish[req.Member]; ok && f.gen == q.gen {
-			start = max(start, f.f)
+			q.v, q.gen, start = 0, q.gen+1, 0
 		}
 		tk := ticket{start: start, id: req.RequestID}
 		i, _ := slices.BinarySearchFunc(q.tickets, tk, compareTickets)

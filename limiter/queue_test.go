@@ -457,3 +457,79 @@ func TestQueueRunawayCannotStarve(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueReserveServesShareAtOnce: a runaway with 50 requests always waiting
+// behind a team token bucket of 20 a second (burst 20), coming back every 20 ms,
+// and four members asking for their share (one request each every 250 ms,
+// staggered), for 10 s of the injected clock through alternating replicas: the
+// runaway may not take the bucket's reserve, so every request of the four is
+// admitted at once, without a ticket, and the runaway still gets the rest of
+// the rate.
+func TestQueueReserveServesShareAtOnce(t *testing.T) {
+	t.Parallel()
+	for name, mk := range queueLimiters {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			ls := mk(t, clk.Now)
+			const rate, seconds = 20, 10
+			team := limiter.Policy{Rate: tokenBucket(rate, time.Second, rate)}
+			newReq := func(m string) limiter.Request {
+				return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: 3 * time.Second}
+			}
+			var waiting []limiter.Request
+			for range 50 {
+				waiting = append(waiting, newReq("runaway"))
+			}
+			normal := []string{"n1", "n2", "n3", "n4"}
+			got := map[string]int{}
+			polls := 0
+			for tick := 1; clk.Now().Before(epoch.Add(seconds * time.Second)); tick++ {
+				clk.Advance(20 * time.Millisecond)
+				for i := range waiting {
+					d := admit(t, ls[polls%len(ls)], waiting[i])
+					polls++
+					switch {
+					case d.Allowed:
+						got["runaway"]++
+						waiting[i] = newReq("runaway")
+					case d.Reason == limiter.ReasonQueued:
+						waiting[i].Queued = true
+					default:
+						t.Fatalf("runaway: %+v", d)
+					}
+				}
+				// The runaway spent the burst on the first tick; the four start once
+				// it is backlogged and its first ticket is served.
+				if tick < 50 {
+					continue
+				}
+				// Each of the four asks every 250 ms (12.5 ticks), at its own offset.
+				for j, m := range normal {
+					if (tick*2+j*6)%25 >= 2 {
+						continue
+					}
+					d := admit(t, ls[polls%len(ls)], newReq(m))
+					polls++
+					if !d.Allowed {
+						t.Fatalf("at %v %s asking for its share: %+v (admitted so far %v)", clk.Now().Sub(epoch), m, d, got)
+					}
+					got[m]++
+				}
+			}
+			t.Logf("admitted %v", got)
+			total := 0
+			for _, n := range got {
+				total += n
+			}
+			if total < rate*seconds*9/10 || total > rate*(seconds+1) {
+				t.Fatalf("admitted %v: %d in all, the team limit allows %d and a burst of %d", got, total, rate*seconds, rate)
+			}
+			for _, m := range normal {
+				if n := got[m]; n < 4*(seconds-1)-1 {
+					t.Fatalf("admitted %v: %s got %d", got, m, n)
+				}
+			}
+		})
+	}
+}
