@@ -75,6 +75,9 @@ local hard, qw = false, 0
 -- rsv is the refusal a backlogged member gets from a team bucket this request would
 -- leave below its reserve (see the waiting room): the longest such wait, first on ties.
 local rsv
+-- tb is the team's request-rate bucket as the waiting room sees it: its tokens before
+-- this request, a request's cost, its refill a microsecond and when it is full.
+local tb
 -- reserve is what a team bucket of capacity cap, refilled rate units a microsecond,
 -- holds back from backlogged members once it has given cost: queueReserve's refill, at
 -- most half of what is left, so that a backlogged member always fits.
@@ -333,6 +336,9 @@ for i = first, last do
       end
       ts = now
     end
+    if queue and scope == TEAM then
+      tb = { tokens, period, limit, floor((cap - tokens + limit - 1) / limit) }
+    end
     if tokens < period then
       local retry = floor((period - tokens + limit - 1) / limit)
       consider(2, retry, RATE, scope, limit, 0, floor((cap - tokens + limit - 1) / limit), retry, 0)
@@ -577,6 +583,18 @@ if queue then
       out, V = 1, S
     elseif qw <= maxwait then
       out = 4
+      -- The tickets with earlier start tags are served first, each with a token of
+      -- the team's request-rate bucket: a request that could not be served within
+      -- its wait even if they took every token is refused now, with that wait, not
+      -- when its wait runs out (a runaway loop's requests would fill the room).
+      if tb then
+        local need = (call('ZCOUNT', Q, '-inf', format('(%.0f', S)) + 1) * tb[2] - tb[1]
+        local soonest = floor((need + tb[3] - 1) / tb[3])
+        if soonest > maxwait then
+          out = 2
+          consider(2, soonest, RATE, TEAM, tb[3], 0, tb[4], soonest, 0)
+        end
+      end
     end
     if leave then
       call('ZREM', Q, rid)

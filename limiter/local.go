@@ -71,7 +71,24 @@ type check struct {
 	// reserve is, for a team bucket that passes but would be left below its reserve,
 	// the refusal a backlogged member gets instead (see the waiting room).
 	reserve *check
-	commit  func()
+	// turn is set on the team's request-rate bucket, for the waiting room.
+	turn   *turn
+	commit func()
+}
+
+// turn is the team's request-rate bucket as the waiting room sees it: its tokens
+// before this request, a request's cost, its refill a microsecond and when it is full.
+type turn struct{ tokens, cost, rate, resetUS int64 }
+
+// behind is the refusal of a request whose turn comes after ahead tickets, each
+// served with a token of the bucket, if even that is later than maxWait.
+func (t *turn) behind(ahead, maxWait int64) *check {
+	soonest := ceilDiv((ahead+1)*t.cost-t.tokens, t.rate)
+	if soonest <= maxWait {
+		return nil
+	}
+	return &check{rank: 2, wait: soonest, reason: ReasonRate, scope: ScopeTeam, limit: t.rate, resetUS: t.resetUS,
+		retryUS: soonest}
 }
 
 // holdReserve sets c.reserve for a team bucket of capacity units, refilled rate units
@@ -217,6 +234,9 @@ func (l *Local) bucket(key stateKey, scope Scope, r *Rate, now int64) check {
 		ts = now
 	}
 	c := check{rank: 2, reason: ReasonRate, scope: scope, limit: limit}
+	if scope == ScopeTeam {
+		c.turn = &turn{tokens: tokens, cost: period, rate: limit, resetUS: ceilDiv(capacity-tokens, limit)}
+	}
 	if tokens < period {
 		c.resetUS = ceilDiv(capacity-tokens, limit)
 		c.retryUS = ceilDiv(period-tokens, limit)

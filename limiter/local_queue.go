@@ -38,6 +38,12 @@ func (q *localQueue) remove(id string) bool {
 	return true
 }
 
+// before counts the tickets whose start tag is earlier than start.
+func (q *localQueue) before(start int64) int64 {
+	i, _ := slices.BinarySearchFunc(q.tickets, ticket{start: start}, compareTickets)
+	return int64(i)
+}
+
 func (q *localQueue) rank(id string) int64 {
 	return int64(slices.IndexFunc(q.tickets, func(t ticket) bool { return t.id == id }))
 }
@@ -50,8 +56,12 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 		return nil
 	}
 	hard, refused, qw := false, false, int64(0)
+	var tn *turn
 	for i := range checks {
 		c := &checks[i]
+		if c.turn != nil {
+			tn = c.turn
+		}
 		if c.ok {
 			continue
 		}
@@ -113,6 +123,7 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 		take
 	)
 	out, leave := refuse, false
+	var early *check
 	switch {
 	case hard:
 		leave = mine
@@ -131,6 +142,13 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 		out, q.v = admit, start
 	case qw <= maxWait:
 		out = take
+		// Refused now if its turn, behind the tickets with earlier start tags, comes
+		// too late (admit.lua says why).
+		if tn != nil {
+			if early = tn.behind(q.before(start), maxWait); early != nil {
+				out = refuse
+			}
+		}
 	}
 	if leave {
 		q.remove(req.RequestID)
@@ -148,6 +166,11 @@ func (l *Local) queue(t *localTeam, req *Request, now int64, checks []check, a *
 		}
 		q.finish[req.Member] = finishTag{f: start + req.queueStep(), gen: q.gen}
 		q.n++
+	}
+	if early != nil {
+		// Considered after every other check, as admit.lua does.
+		d := decide(append(checks, *early), a)
+		return &d
 	}
 	if out < wait {
 		return nil

@@ -533,3 +533,39 @@ func TestQueueReserveServesShareAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueRefusesATurnPastTheWait: behind a team rate of 2 a second with its
+// burst spent, a member's requests with a 1 s wait take tickets while the
+// tickets before them could be served in time (0.5 s, 1 s), and the next is
+// refused at once with the wait its turn would take (1.5 s), not after 1 s in the
+// room. Another member's first request starts at the virtual time, ahead of the
+// runaway's later tickets, so it still gets one.
+func TestQueueRefusesATurnPastTheWait(t *testing.T) {
+	t.Parallel()
+	for name, mk := range queueLimiters {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			l := mk(t, clk.Now)[0]
+			team := limiter.Policy{Rate: tokenBucket(2, time.Second, 1)}
+			req := func(m string) limiter.Request {
+				return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: time.Second}
+			}
+			if d := admit(t, l, req("runaway")); !d.Allowed {
+				t.Fatalf("the burst: %+v", d)
+			}
+			for i, want := range []int64{1, 2} {
+				if d := admit(t, l, req("runaway")); d.Reason != limiter.ReasonQueued || d.QueueDepth != want {
+					t.Fatalf("ticket %d: %+v", i+1, d)
+				}
+			}
+			d := admit(t, l, req("runaway"))
+			if d.Reason != limiter.ReasonRate || d.Scope != limiter.ScopeTeam || d.RetryAfter != 1500*time.Millisecond {
+				t.Fatalf("a turn 1.5 s away with a 1 s wait: %+v", d)
+			}
+			if d := admit(t, l, req("ada")); d.Reason != limiter.ReasonQueued || d.QueueDepth != 3 || d.QueuePosition != 1 {
+				t.Fatalf("another member beside the runaway: %+v", d)
+			}
+		})
+	}
+}
