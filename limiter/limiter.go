@@ -70,8 +70,11 @@
 // bucket or TPM limit passes them only if it keeps its reserve (queueReserve's
 // refill). Any other member asks for no more than its share: its request passes
 // at once if the limits do, reserve included, without a ticket or a new finish
-// tag, so that a runaway loop cannot make it wait for tokens. Member limits
-// and budgets never queue. The room's state is in the team's hash (the waiter
+// tag, so that a runaway loop cannot make it wait for tokens. Under a team token
+// bucket, a request whose turn comes past its QueueWait even if every ticket with
+// an earlier start took the bucket's next tokens is refused at once with that
+// wait, so a runaway's requests do not fill the room. Member limits and budgets
+// never queue. The room's state is in the team's hash (the waiter
 // count among the fields ADMIT reads anyway, so an idle room costs no call) and
 // one ZSET in its slot; a ticket not renewed within its lease (a replica that
 // died) is dropped when it reaches the head, and Leave drops one at once.
