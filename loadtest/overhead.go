@@ -83,16 +83,22 @@ type bench struct {
 func (b *bench) close() { b.redis.Close() }
 
 func newBench(ctx context.Context, c *cluster) (*bench, error) {
-	// Limits that every request passes through but that never refuse: a rate
-	// limit, a token-rate limit, a budget (so each POST holds, settles and writes
-	// a ledger row) and a team budget on top.
+	// Limits that every request passes through but that never refuse: from the
+	// member's tier (weight 4), a rate limit, a token-rate limit and a budget (so
+	// each POST holds, settles and writes a ledger row); and the team's rate
+	// limit, token-rate limit and budget on top, which the fair waiting room
+	// (FAIR_QUEUE_WAIT, on by default) shares out, idle here.
 	budget, teamBudget := int64(1_000_000_000_000), int64(2_000_000_000_000)
-	key, err := c.member(ctx, "overhead@loadtest.dev", store.Limits{RateAlgorithm: "token_bucket", RateLimit: 100_000,
-		RatePeriod: time.Second, TokensPerMinute: 30_000_000, Budget: &budget, BudgetPeriod: "total"})
+	tier := store.NewTier("overhead")
+	tier.Weight = 4
+	tier.Limits = store.Limits{RateAlgorithm: "token_bucket", RateLimit: 100_000, RatePeriod: time.Second,
+		TokensPerMinute: 30_000_000, Budget: &budget, BudgetPeriod: "total"}
+	key, err := c.memberInTier(ctx, "overhead@loadtest.dev", tier)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Store.SetTeamLimits(ctx, store.ActorCLI, c.TeamID, store.Limits{RatePeriod: time.Second, Budget: &teamBudget, BudgetPeriod: "total"}); err != nil {
+	if _, err := c.Store.SetTeamLimits(ctx, store.ActorCLI, c.TeamID, store.Limits{RateAlgorithm: "token_bucket",
+		RateLimit: 1_000_000, RatePeriod: time.Second, TokensPerMinute: 36_000_000, Budget: &teamBudget, BudgetPeriod: "total"}); err != nil {
 		return nil, err
 	}
 	opts, err := redis.ParseURL(c.redisURL)
