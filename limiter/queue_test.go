@@ -395,110 +395,119 @@ func TestQueueWaitIsBounded(t *testing.T) {
 	}
 }
 
-// TestQueueRunawayCannotStarve: one member with 50 requests waiting at once (a
-// runaway loop) beside four members with one each, all of weight 1, behind a
-// team rate limit of 20 a second, for 10 s of the injected clock, everyone
-// coming back every 20 ms: each normal member gets a fifth of what is admitted
-// within 10%, as if the runaway asked like the others. (Coming back on a 20 ms
-// grid to a bucket without burst wastes some of the rate; the gateway comes back
-// when the limiter says.)
+// runawayRoom is a team rate limit of runawayRate a second with 50 requests of a
+// runaway member always waiting in its room, for runawaySeconds of the injected
+// clock in 20 ms ticks, every waiter coming back each tick, the calls taking
+// turns over the limiters (replicas).
+type runawayRoom struct {
+	t       *testing.T
+	clk     *clock
+	ls      []limiter.Limiter
+	team    limiter.Policy
+	waiting []limiter.Request
+	got     map[string]int
+	polls   int
+}
+
+const runawayRate, runawaySeconds = 20, 10
+
+func newRunawayRoom(t *testing.T, mk func(*testing.T, func() time.Time) []limiter.Limiter, burst int64) *runawayRoom {
+	clk := newClock()
+	r := &runawayRoom{t: t, clk: clk, ls: mk(t, clk.Now), team: limiter.Policy{Rate: tokenBucket(runawayRate, time.Second, burst)},
+		got: map[string]int{}}
+	for range 50 {
+		r.waiting = append(r.waiting, r.request("runaway"))
+	}
+	return r
+}
+
+func (r *runawayRoom) request(member string) limiter.Request {
+	return limiter.Request{Team: "t", Member: member, RequestID: rid(), TeamPolicy: r.team, QueueWait: 3 * time.Second}
+}
+
+func (r *runawayRoom) admit(req limiter.Request) limiter.Decision {
+	d := admit(r.t, r.ls[r.polls%len(r.ls)], req)
+	r.polls++
+	if d.Allowed {
+		r.got[req.Member]++
+	}
+	return d
+}
+
+// tick moves the clock on 20 ms and brings every waiter back, each admitted one
+// replaced by a new request of its member's; it reports whether time is left.
+func (r *runawayRoom) tick() bool {
+	if !r.clk.Now().Before(epoch.Add(runawaySeconds * time.Second)) {
+		return false
+	}
+	r.clk.Advance(20 * time.Millisecond)
+	for i, req := range r.waiting {
+		switch d := r.admit(req); {
+		case d.Allowed:
+			r.waiting[i] = r.request(req.Member)
+		case d.Reason == limiter.ReasonQueued:
+			r.waiting[i].Queued = true
+		default:
+			r.t.Fatalf("%s: %+v", req.Member, d)
+		}
+	}
+	return true
+}
+
+func (r *runawayRoom) total() int {
+	n := 0
+	for _, c := range r.got {
+		n += c
+	}
+	return n
+}
+
+// TestQueueRunawayCannotStarve: a runaway member with 50 requests waiting
+// beside four members with one each, all of weight 1, behind a team bucket
+// without burst: each normal member gets a fifth of what is admitted within
+// 10%, as if the runaway asked like the others. (Coming back on a 20 ms grid to
+// a bucket without burst wastes some of the rate; the gateway comes back when
+// the limiter says.)
 func TestQueueRunawayCannotStarve(t *testing.T) {
 	t.Parallel()
 	for name, mk := range queueLimiters {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			clk := newClock()
-			ls := mk(t, clk.Now)
-			const rate, seconds = 20, 10
-			team := limiter.Policy{Rate: tokenBucket(rate, time.Second, 1)}
-			newReq := func(m string) limiter.Request {
-				return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: 3 * time.Second}
-			}
-			var waiting []limiter.Request
-			for range 50 {
-				waiting = append(waiting, newReq("runaway"))
-			}
+			r := newRunawayRoom(t, mk, 1)
 			normal := []string{"n1", "n2", "n3", "n4"}
 			for _, m := range normal {
-				waiting = append(waiting, newReq(m))
+				r.waiting = append(r.waiting, r.request(m))
 			}
-			got := map[string]int{}
-			polls := 0
-			for clk.Now().Before(epoch.Add(seconds * time.Second)) {
-				clk.Advance(20 * time.Millisecond)
-				for i := range waiting {
-					d := admit(t, ls[polls%len(ls)], waiting[i])
-					polls++
-					switch {
-					case d.Allowed:
-						got[waiting[i].Member]++
-						waiting[i] = newReq(waiting[i].Member)
-					case d.Reason == limiter.ReasonQueued:
-						waiting[i].Queued = true
-					default:
-						t.Fatalf("%s: %+v", waiting[i].Member, d)
-					}
-				}
+			for r.tick() {
 			}
-			t.Logf("admitted %v", got)
-			total := 0
-			for _, n := range got {
-				total += n
-			}
-			if total < rate*seconds*8/10 {
-				t.Fatalf("admitted %v: %d in all, the team limit allows %d", got, total, rate*seconds)
+			t.Logf("admitted %v", r.got)
+			total := r.total()
+			if total < runawayRate*runawaySeconds*8/10 {
+				t.Fatalf("admitted %v: %d in all, the team limit allows %d", r.got, total, runawayRate*runawaySeconds)
 			}
 			fair := float64(total) / 5
 			for _, m := range normal {
-				if n := float64(got[m]); n < fair*0.9 || n > fair*1.1 {
-					t.Fatalf("admitted %v: %s got %.0f, want %.0f ± 10%%", got, m, n, fair)
+				if n := float64(r.got[m]); n < fair*0.9 || n > fair*1.1 {
+					t.Fatalf("admitted %v: %s got %.0f, want %.0f ± 10%%", r.got, m, n, fair)
 				}
 			}
 		})
 	}
 }
 
-// TestQueueReserveServesShareAtOnce: a runaway with 50 requests always waiting
-// behind a team token bucket of 20 a second (burst 20), coming back every 20 ms,
-// and four members asking for their share (one request each every 250 ms,
-// staggered), for 10 s of the injected clock through alternating replicas: the
-// runaway may not take the bucket's reserve, so every request of the four is
-// admitted at once, without a ticket, and the runaway still gets the rest of
-// the rate.
+// TestQueueReserveServesShareAtOnce: the runaway behind a team bucket with a
+// burst of a second's rate, and four members asking for their share (one
+// request each every 250 ms, staggered): the runaway may not take the bucket's
+// reserve, so every request of the four is admitted at once, without a ticket,
+// and the runaway still gets the rest of the rate.
 func TestQueueReserveServesShareAtOnce(t *testing.T) {
 	t.Parallel()
 	for name, mk := range queueLimiters {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			clk := newClock()
-			ls := mk(t, clk.Now)
-			const rate, seconds = 20, 10
-			team := limiter.Policy{Rate: tokenBucket(rate, time.Second, rate)}
-			newReq := func(m string) limiter.Request {
-				return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: 3 * time.Second}
-			}
-			var waiting []limiter.Request
-			for range 50 {
-				waiting = append(waiting, newReq("runaway"))
-			}
+			r := newRunawayRoom(t, mk, runawayRate)
 			normal := []string{"n1", "n2", "n3", "n4"}
-			got := map[string]int{}
-			polls := 0
-			for tick := 1; clk.Now().Before(epoch.Add(seconds * time.Second)); tick++ {
-				clk.Advance(20 * time.Millisecond)
-				for i := range waiting {
-					d := admit(t, ls[polls%len(ls)], waiting[i])
-					polls++
-					switch {
-					case d.Allowed:
-						got["runaway"]++
-						waiting[i] = newReq("runaway")
-					case d.Reason == limiter.ReasonQueued:
-						waiting[i].Queued = true
-					default:
-						t.Fatalf("runaway: %+v", d)
-					}
-				}
+			for tick := 1; r.tick(); tick++ {
 				// The runaway spent the burst on the first tick; the four start once
 				// it is backlogged and its first ticket is served.
 				if tick < 50 {
@@ -509,25 +518,20 @@ func TestQueueReserveServesShareAtOnce(t *testing.T) {
 					if (tick*2+j*6)%25 >= 2 {
 						continue
 					}
-					d := admit(t, ls[polls%len(ls)], newReq(m))
-					polls++
-					if !d.Allowed {
-						t.Fatalf("at %v %s asking for its share: %+v (admitted so far %v)", clk.Now().Sub(epoch), m, d, got)
+					if d := r.admit(r.request(m)); !d.Allowed {
+						t.Fatalf("at %v %s asking for its share: %+v (admitted so far %v)", r.clk.Now().Sub(epoch), m, d, r.got)
 					}
-					got[m]++
 				}
 			}
-			t.Logf("admitted %v", got)
-			total := 0
-			for _, n := range got {
-				total += n
-			}
-			if total < rate*seconds*9/10 || total > rate*(seconds+1) {
-				t.Fatalf("admitted %v: %d in all, the team limit allows %d and a burst of %d", got, total, rate*seconds, rate)
+			t.Logf("admitted %v", r.got)
+			total := r.total()
+			if total < runawayRate*runawaySeconds*9/10 || total > runawayRate*(runawaySeconds+1) {
+				t.Fatalf("admitted %v: %d in all, the team limit allows %d and a burst of %d", r.got, total,
+					runawayRate*runawaySeconds, runawayRate)
 			}
 			for _, m := range normal {
-				if n := got[m]; n < 4*(seconds-1)-1 {
-					t.Fatalf("admitted %v: %s got %d", got, m, n)
+				if n := r.got[m]; n < 4*(runawaySeconds-1)-1 {
+					t.Fatalf("admitted %v: %s got %d", r.got, m, n)
 				}
 			}
 		})
