@@ -242,6 +242,18 @@ var queueLimiters = map[string]func(t *testing.T, now func() time.Time) []limite
 	},
 }
 
+// onQueueLimiters runs f as a parallel subtest on each of queueLimiters, on a
+// clock of its own.
+func onQueueLimiters(t *testing.T, f func(t *testing.T, clk *clock, ls []limiter.Limiter)) {
+	for name, mk := range queueLimiters {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := newClock()
+			f(t, clk, mk(t, clk.Now))
+		})
+	}
+}
+
 // TestQueueWeightsShareTeamTPM backlogs two members of weights 8 and 1, four
 // requests in flight each (a new one as each is admitted), behind a team TPM
 // limit they both want all of, for 60 s of the injected clock, every waiter
@@ -249,56 +261,51 @@ var queueLimiters = map[string]func(t *testing.T, now func() time.Time) []limite
 // are within 10% of 8 : 1, and never more than the limit allows.
 func TestQueueWeightsShareTeamTPM(t *testing.T) {
 	t.Parallel()
-	for name, mk := range queueLimiters {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clk := newClock()
-			ls := mk(t, clk.Now)
-			const tpm, tokens, seconds = 60_000, 100, 60
-			team := limiter.Policy{TokensPerMinute: tpm}
-			rebuildEmpty(t, ls[0], "t", clk.Now)
-			// Drain the full bucket first, so that contention starts at once.
-			if d := admit(t, ls[0], limiter.Request{Team: "t", Member: "z", RequestID: rid(), Tokens: tpm, Lease: time.Hour,
-				TeamPolicy: team}); !d.Allowed {
-				t.Fatalf("drain: %+v", d)
-			}
-			weights := map[string]int64{"heavy": 8, "light": 1}
-			newReq := func(m string) limiter.Request {
-				return limiter.Request{Team: "t", Member: m, RequestID: rid(), Tokens: tokens, Lease: time.Hour,
-					TeamPolicy: team, Weight: weights[m], QueueWait: 3 * time.Second}
-			}
-			var waiting []limiter.Request
-			for range 4 {
-				waiting = append(waiting, newReq("heavy"), newReq("light"))
-			}
-			got := map[string]int64{}
-			polls := 0
-			for clk.Now().Before(epoch.Add(seconds * time.Second)) {
-				clk.Advance(20 * time.Millisecond)
-				for i := range waiting {
-					d := admit(t, ls[polls%len(ls)], waiting[i])
-					polls++
-					switch {
-					case d.Allowed:
-						got[waiting[i].Member] += tokens
-						waiting[i] = newReq(waiting[i].Member)
-					case d.Reason == limiter.ReasonQueued:
-						waiting[i].Queued = true
-					default:
-						t.Fatalf("%s: %+v", waiting[i].Member, d)
-					}
+	onQueueLimiters(t, func(t *testing.T, clk *clock, ls []limiter.Limiter) {
+		const tpm, tokens, seconds = 60_000, 100, 60
+		team := limiter.Policy{TokensPerMinute: tpm}
+		rebuildEmpty(t, ls[0], "t", clk.Now)
+		// Drain the full bucket first, so that contention starts at once.
+		if d := admit(t, ls[0], limiter.Request{Team: "t", Member: "z", RequestID: rid(), Tokens: tpm, Lease: time.Hour,
+			TeamPolicy: team}); !d.Allowed {
+			t.Fatalf("drain: %+v", d)
+		}
+		weights := map[string]int64{"heavy": 8, "light": 1}
+		newReq := func(m string) limiter.Request {
+			return limiter.Request{Team: "t", Member: m, RequestID: rid(), Tokens: tokens, Lease: time.Hour,
+				TeamPolicy: team, Weight: weights[m], QueueWait: 3 * time.Second}
+		}
+		var waiting []limiter.Request
+		for range 4 {
+			waiting = append(waiting, newReq("heavy"), newReq("light"))
+		}
+		got := map[string]int64{}
+		polls := 0
+		for clk.Now().Before(epoch.Add(seconds * time.Second)) {
+			clk.Advance(20 * time.Millisecond)
+			for i := range waiting {
+				d := admit(t, ls[polls%len(ls)], waiting[i])
+				polls++
+				switch {
+				case d.Allowed:
+					got[waiting[i].Member] += tokens
+					waiting[i] = newReq(waiting[i].Member)
+				case d.Reason == limiter.ReasonQueued:
+					waiting[i].Queued = true
+				default:
+					t.Fatalf("%s: %+v", waiting[i].Member, d)
 				}
 			}
-			ratio := float64(got["heavy"]) / float64(got["light"])
-			t.Logf("admitted tokens %v, ratio %.2f", got, ratio)
-			if ratio < 8*0.9 || ratio > 8*1.1 {
-				t.Fatalf("admitted tokens %v: ratio %.2f, want 8 ± 10%%", got, ratio)
-			}
-			if total := got["heavy"] + got["light"]; total > tpm*seconds/60 || total < tpm*seconds/60*9/10 {
-				t.Fatalf("admitted %d tokens in %d s under %d a minute", total, seconds, tpm)
-			}
-		})
-	}
+		}
+		ratio := float64(got["heavy"]) / float64(got["light"])
+		t.Logf("admitted tokens %v, ratio %.2f", got, ratio)
+		if ratio < 8*0.9 || ratio > 8*1.1 {
+			t.Fatalf("admitted tokens %v: ratio %.2f, want 8 ± 10%%", got, ratio)
+		}
+		if total := got["heavy"] + got["light"]; total > tpm*seconds/60 || total < tpm*seconds/60*9/10 {
+			t.Fatalf("admitted %d tokens in %d s under %d a minute", total, seconds, tpm)
+		}
+	})
 }
 
 // TestQueueCallerLeaves: the head of the room leaving (Leave) lets the next
@@ -361,38 +368,34 @@ func TestQueueCallerLeaves(t *testing.T) {
 // team limit's own reason and takes its ticket out of the room.
 func TestQueueWaitIsBounded(t *testing.T) {
 	t.Parallel()
-	for name, mk := range queueLimiters {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clk := newClock()
-			l := mk(t, clk.Now)[0]
-			team := limiter.Policy{Rate: tokenBucket(1, 2*time.Second, 1)}
-			req := func(wait time.Duration) limiter.Request {
-				return limiter.Request{Team: "t", Member: "ada", RequestID: rid(), TeamPolicy: team, QueueWait: wait}
-			}
-			if d := admit(t, l, req(time.Second)); !d.Allowed {
-				t.Fatalf("%+v", d)
-			}
-			// The next token is 2 s away: more than a 1 s budget.
-			if d := admit(t, l, req(time.Second)); d.Reason != limiter.ReasonRate || d.RetryAfter != 2*time.Second {
-				t.Fatalf("past the budget: %+v", d)
-			}
-			r := req(3 * time.Second)
-			if d := admit(t, l, r); d.Reason != limiter.ReasonQueued || d.RetryAfter != 50*time.Millisecond {
-				t.Fatalf("within the budget: %+v", d)
-			}
-			r.Queued = true
-			clk.Advance(40 * time.Millisecond)
-			r.QueueWait = 500 * time.Millisecond // what is left of it, as the caller counts
-			if d := admit(t, l, r); d.Reason != limiter.ReasonRate || d.Scope != limiter.ScopeTeam {
-				t.Fatalf("budget run out at the head: %+v", d)
-			}
-			other := req(3 * time.Second)
-			if d := admit(t, l, other); d.Reason != limiter.ReasonQueued || d.QueueDepth != 1 {
-				t.Fatalf("the room after it left: %+v", d)
-			}
-		})
-	}
+	onQueueLimiters(t, func(t *testing.T, clk *clock, ls []limiter.Limiter) {
+		l := ls[0]
+		team := limiter.Policy{Rate: tokenBucket(1, 2*time.Second, 1)}
+		req := func(wait time.Duration) limiter.Request {
+			return limiter.Request{Team: "t", Member: "ada", RequestID: rid(), TeamPolicy: team, QueueWait: wait}
+		}
+		if d := admit(t, l, req(time.Second)); !d.Allowed {
+			t.Fatalf("%+v", d)
+		}
+		// The next token is 2 s away: more than a 1 s budget.
+		if d := admit(t, l, req(time.Second)); d.Reason != limiter.ReasonRate || d.RetryAfter != 2*time.Second {
+			t.Fatalf("past the budget: %+v", d)
+		}
+		r := req(3 * time.Second)
+		if d := admit(t, l, r); d.Reason != limiter.ReasonQueued || d.RetryAfter != 50*time.Millisecond {
+			t.Fatalf("within the budget: %+v", d)
+		}
+		r.Queued = true
+		clk.Advance(40 * time.Millisecond)
+		r.QueueWait = 500 * time.Millisecond // what is left of it, as the caller counts
+		if d := admit(t, l, r); d.Reason != limiter.ReasonRate || d.Scope != limiter.ScopeTeam {
+			t.Fatalf("budget run out at the head: %+v", d)
+		}
+		other := req(3 * time.Second)
+		if d := admit(t, l, other); d.Reason != limiter.ReasonQueued || d.QueueDepth != 1 {
+			t.Fatalf("the room after it left: %+v", d)
+		}
+	})
 }
 
 // runawayRoom is a team rate limit of runawayRate a second with 50 requests of a
@@ -411,9 +414,8 @@ type runawayRoom struct {
 
 const runawayRate, runawaySeconds = 20, 10
 
-func newRunawayRoom(t *testing.T, mk func(*testing.T, func() time.Time) []limiter.Limiter, burst int64) *runawayRoom {
-	clk := newClock()
-	r := &runawayRoom{t: t, clk: clk, ls: mk(t, clk.Now), team: limiter.Policy{Rate: tokenBucket(runawayRate, time.Second, burst)},
+func newRunawayRoom(t *testing.T, clk *clock, ls []limiter.Limiter, burst int64) *runawayRoom {
+	r := &runawayRoom{t: t, clk: clk, ls: ls, team: limiter.Policy{Rate: tokenBucket(runawayRate, time.Second, burst)},
 		got: map[string]int{}}
 	for range 50 {
 		r.waiting = append(r.waiting, r.request("runaway"))
@@ -470,29 +472,26 @@ func (r *runawayRoom) total() int {
 // the limiter says.)
 func TestQueueRunawayCannotStarve(t *testing.T) {
 	t.Parallel()
-	for name, mk := range queueLimiters {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			r := newRunawayRoom(t, mk, 1)
-			normal := []string{"n1", "n2", "n3", "n4"}
-			for _, m := range normal {
-				r.waiting = append(r.waiting, r.request(m))
+	onQueueLimiters(t, func(t *testing.T, clk *clock, ls []limiter.Limiter) {
+		r := newRunawayRoom(t, clk, ls, 1)
+		normal := []string{"n1", "n2", "n3", "n4"}
+		for _, m := range normal {
+			r.waiting = append(r.waiting, r.request(m))
+		}
+		for r.tick() {
+		}
+		t.Logf("admitted %v", r.got)
+		total := r.total()
+		if total < runawayRate*runawaySeconds*8/10 {
+			t.Fatalf("admitted %v: %d in all, the team limit allows %d", r.got, total, runawayRate*runawaySeconds)
+		}
+		fair := float64(total) / 5
+		for _, m := range normal {
+			if n := float64(r.got[m]); n < fair*0.9 || n > fair*1.1 {
+				t.Fatalf("admitted %v: %s got %.0f, want %.0f ± 10%%", r.got, m, n, fair)
 			}
-			for r.tick() {
-			}
-			t.Logf("admitted %v", r.got)
-			total := r.total()
-			if total < runawayRate*runawaySeconds*8/10 {
-				t.Fatalf("admitted %v: %d in all, the team limit allows %d", r.got, total, runawayRate*runawaySeconds)
-			}
-			fair := float64(total) / 5
-			for _, m := range normal {
-				if n := float64(r.got[m]); n < fair*0.9 || n > fair*1.1 {
-					t.Fatalf("admitted %v: %s got %.0f, want %.0f ± 10%%", r.got, m, n, fair)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestQueueReserveServesShareAtOnce: the runaway behind a team bucket with a
@@ -502,40 +501,37 @@ func TestQueueRunawayCannotStarve(t *testing.T) {
 // and the runaway still gets the rest of the rate.
 func TestQueueReserveServesShareAtOnce(t *testing.T) {
 	t.Parallel()
-	for name, mk := range queueLimiters {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			r := newRunawayRoom(t, mk, runawayRate)
-			normal := []string{"n1", "n2", "n3", "n4"}
-			for tick := 1; r.tick(); tick++ {
-				// The runaway spent the burst on the first tick; the four start once
-				// it is backlogged and its first ticket is served.
-				if tick < 50 {
+	onQueueLimiters(t, func(t *testing.T, clk *clock, ls []limiter.Limiter) {
+		r := newRunawayRoom(t, clk, ls, runawayRate)
+		normal := []string{"n1", "n2", "n3", "n4"}
+		for tick := 1; r.tick(); tick++ {
+			// The runaway spent the burst on the first tick; the four start once
+			// it is backlogged and its first ticket is served.
+			if tick < 50 {
+				continue
+			}
+			// Each of the four asks every 250 ms (12.5 ticks), at its own offset.
+			for j, m := range normal {
+				if (tick*2+j*6)%25 >= 2 {
 					continue
 				}
-				// Each of the four asks every 250 ms (12.5 ticks), at its own offset.
-				for j, m := range normal {
-					if (tick*2+j*6)%25 >= 2 {
-						continue
-					}
-					if d := r.admit(r.request(m)); !d.Allowed {
-						t.Fatalf("at %v %s asking for its share: %+v (admitted so far %v)", r.clk.Now().Sub(epoch), m, d, r.got)
-					}
+				if d := r.admit(r.request(m)); !d.Allowed {
+					t.Fatalf("at %v %s asking for its share: %+v (admitted so far %v)", r.clk.Now().Sub(epoch), m, d, r.got)
 				}
 			}
-			t.Logf("admitted %v", r.got)
-			total := r.total()
-			if total < runawayRate*runawaySeconds*9/10 || total > runawayRate*(runawaySeconds+1) {
-				t.Fatalf("admitted %v: %d in all, the team limit allows %d and a burst of %d", r.got, total,
-					runawayRate*runawaySeconds, runawayRate)
+		}
+		t.Logf("admitted %v", r.got)
+		total := r.total()
+		if total < runawayRate*runawaySeconds*9/10 || total > runawayRate*(runawaySeconds+1) {
+			t.Fatalf("admitted %v: %d in all, the team limit allows %d and a burst of %d", r.got, total,
+				runawayRate*runawaySeconds, runawayRate)
+		}
+		for _, m := range normal {
+			if n := r.got[m]; n < 4*(runawaySeconds-1)-1 {
+				t.Fatalf("admitted %v: %s got %d", r.got, m, n)
 			}
-			for _, m := range normal {
-				if n := r.got[m]; n < 4*(runawaySeconds-1)-1 {
-					t.Fatalf("admitted %v: %s got %d", r.got, m, n)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestQueueRefusesATurnPastTheWait: behind a team rate of 2 a second with its
@@ -546,30 +542,26 @@ func TestQueueReserveServesShareAtOnce(t *testing.T) {
 // runaway's later tickets, so it still gets one.
 func TestQueueRefusesATurnPastTheWait(t *testing.T) {
 	t.Parallel()
-	for name, mk := range queueLimiters {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clk := newClock()
-			l := mk(t, clk.Now)[0]
-			team := limiter.Policy{Rate: tokenBucket(2, time.Second, 1)}
-			req := func(m string) limiter.Request {
-				return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: time.Second}
+	onQueueLimiters(t, func(t *testing.T, clk *clock, ls []limiter.Limiter) {
+		l := ls[0]
+		team := limiter.Policy{Rate: tokenBucket(2, time.Second, 1)}
+		req := func(m string) limiter.Request {
+			return limiter.Request{Team: "t", Member: m, RequestID: rid(), TeamPolicy: team, QueueWait: time.Second}
+		}
+		if d := admit(t, l, req("runaway")); !d.Allowed {
+			t.Fatalf("the burst: %+v", d)
+		}
+		for i, want := range []int64{1, 2} {
+			if d := admit(t, l, req("runaway")); d.Reason != limiter.ReasonQueued || d.QueueDepth != want {
+				t.Fatalf("ticket %d: %+v", i+1, d)
 			}
-			if d := admit(t, l, req("runaway")); !d.Allowed {
-				t.Fatalf("the burst: %+v", d)
-			}
-			for i, want := range []int64{1, 2} {
-				if d := admit(t, l, req("runaway")); d.Reason != limiter.ReasonQueued || d.QueueDepth != want {
-					t.Fatalf("ticket %d: %+v", i+1, d)
-				}
-			}
-			d := admit(t, l, req("runaway"))
-			if d.Reason != limiter.ReasonRate || d.Scope != limiter.ScopeTeam || d.RetryAfter != 1500*time.Millisecond {
-				t.Fatalf("a turn 1.5 s away with a 1 s wait: %+v", d)
-			}
-			if d := admit(t, l, req("ada")); d.Reason != limiter.ReasonQueued || d.QueueDepth != 3 || d.QueuePosition != 1 {
-				t.Fatalf("another member beside the runaway: %+v", d)
-			}
-		})
-	}
+		}
+		d := admit(t, l, req("runaway"))
+		if d.Reason != limiter.ReasonRate || d.Scope != limiter.ScopeTeam || d.RetryAfter != 1500*time.Millisecond {
+			t.Fatalf("a turn 1.5 s away with a 1 s wait: %+v", d)
+		}
+		if d := admit(t, l, req("ada")); d.Reason != limiter.ReasonQueued || d.QueueDepth != 3 || d.QueuePosition != 1 {
+			t.Fatalf("another member beside the runaway: %+v", d)
+		}
+	})
 }
