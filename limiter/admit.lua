@@ -75,9 +75,10 @@ local hard, qw = false, 0
 -- rsv is the refusal a backlogged member gets from a team bucket this request would
 -- leave below its reserve (see the waiting room): the longest such wait, first on ties.
 local rsv
--- tb is the team's request-rate bucket as the waiting room sees it: its tokens before
--- this request, a request's cost, its refill a microsecond and when it is full.
-local tb
+-- The team's request-rate bucket as the waiting room sees it (tb_rate nil: none): its
+-- tokens before this request, a request's cost, its refill a microsecond and when it
+-- is full.
+local tb_tokens, tb_cost, tb_rate, tb_full
 -- reserve is what a team bucket of capacity cap, refilled rate units a microsecond,
 -- holds back from backlogged members once it has given cost: queueReserve's refill, at
 -- most half of what is left, so that a backlogged member always fits.
@@ -336,12 +337,13 @@ for i = first, last do
       end
       ts = now
     end
+    local full = floor((cap - tokens + limit - 1) / limit)
     if queue and scope == TEAM then
-      tb = { tokens, period, limit, floor((cap - tokens + limit - 1) / limit) }
+      tb_tokens, tb_cost, tb_rate, tb_full = tokens, period, limit, full
     end
     if tokens < period then
       local retry = floor((period - tokens + limit - 1) / limit)
-      consider(2, retry, RATE, scope, limit, 0, floor((cap - tokens + limit - 1) / limit), retry, 0)
+      consider(2, retry, RATE, scope, limit, 0, full, retry, 0)
     else
       local left = tokens - period
       local rem, reset = floor(left / period), floor((cap - left + limit - 1) / limit)
@@ -350,7 +352,7 @@ for i = first, last do
       end
       st[2], st[3], st[4], st[7], st[8] = left, ts, period, true, reset
       if queue and scope == TEAM then
-        short(left, limit, reserve(limit, cap, period), RATE, limit, floor((cap - tokens + limit - 1) / limit))
+        short(left, limit, reserve(limit, cap, period), RATE, limit, full)
       end
     end
     ai = ai + 3
@@ -587,12 +589,12 @@ if queue then
       -- the team's request-rate bucket: a request that could not be served within
       -- its wait even if they took every token is refused now, with that wait, not
       -- when its wait runs out (a runaway loop's requests would fill the room).
-      if tb then
-        local need = (call('ZCOUNT', Q, '-inf', format('(%.0f', S)) + 1) * tb[2] - tb[1]
-        local soonest = floor((need + tb[3] - 1) / tb[3])
+      if tb_rate then
+        local need = (call('ZCOUNT', Q, '-inf', format('(%.0f', S)) + 1) * tb_cost - tb_tokens
+        local soonest = floor((need + tb_rate - 1) / tb_rate)
         if soonest > maxwait then
           out = 2
-          consider(2, soonest, RATE, TEAM, tb[3], 0, tb[4], soonest, 0)
+          consider(2, soonest, RATE, TEAM, tb_rate, 0, tb_full, soonest, 0)
         end
       end
     end
