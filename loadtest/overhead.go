@@ -89,8 +89,7 @@ func newBench(ctx context.Context, c *cluster) (*bench, error) {
 	// limit, token-rate limit and budget on top, which the fair waiting room
 	// (FAIR_QUEUE_WAIT, on by default) shares out, idle here.
 	budget, teamBudget := int64(1_000_000_000_000), int64(2_000_000_000_000)
-	tier := store.NewTier("overhead")
-	tier.Weight = 4
+	tier := weighted("overhead", 4)
 	tier.Limits = store.Limits{RateAlgorithm: "token_bucket", RateLimit: 100_000, RatePeriod: time.Second,
 		TokensPerMinute: 30_000_000, Budget: &budget, BudgetPeriod: "total"}
 	key, err := c.memberInTier(ctx, "overhead@loadtest.dev", tier)
