@@ -104,7 +104,7 @@ import (
 //
 //go:embed admit.lua
 var admitSource string
-var admitScript = redis.NewScript(periodSource + admitSource)
+var admitScript = redis.NewScript(periodSource + settleHoldSource + admitSource)
 
 // settleScript is SETTLE.
 //
@@ -115,7 +115,12 @@ var admitScript = redis.NewScript(periodSource + admitSource)
 //
 //go:embed settle.lua
 var settleSource string
-var settleScript = redis.NewScript(periodSource + settleSource)
+var settleScript = redis.NewScript(periodSource + settleHoldSource + settleSource)
+
+// settleHoldSource is the settle of one hold, shared by SETTLE and ADMIT.
+//
+//go:embed settle_hold.lua
+var settleHoldSource string
 
 // rebuildScript is REBUILD.
 //
