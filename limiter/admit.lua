@@ -49,17 +49,68 @@ local ledger = byte(spec, 1) == 36 -- '$'
 local num = { unpackd(sub('<dddddddddddddddddddddddd', 1, 1 + #ARGV[5] / 8), ARGV[5]) }
 local lease = num[1]
 local H = KEYS[1]
+-- carried is how many settles this admission carries (a digit after the '$'):
+-- each is run before the checks, as if it had come just before this call.
+local carried = 0
+if ledger then
+  local c = byte(spec, 2)
+  if c >= 48 and c <= 57 then
+    carried = c - 48
+  end
+end
+-- nf is the number of fields to read, the carried settles' holds last.
+local nf = #ARGV - 6 - carried
+local L, S = KEYS[#KEYS - 1], KEYS[#KEYS]
+if carried > 0 then
+  L, S = KEYS[#KEYS - 4], KEYS[#KEYS - 3]
+end
 
 -- One HMGET reads every field of the team hash this request needs; v[i] is the field
 -- named by ARGV[6 + i]: the key's revoked flag, the member's cut-off flag, then (ledger
 -- only) epoch, sweep bound, this request's hold, the member's and the team's held
 -- sums and seq, then each scope's state, TPM and spend fields in spec order.
-local v = call('HMGET', H, unpack(ARGV, 7))
+local v = call('HMGET', H, unpack(ARGV, 7, 6 + nf))
+
+-- The carried settles, through settle_hold's field cache filled from v; v then shows
+-- what they wrote. settled[i] is the ith one's reply, and finish appends them all to
+-- this call's reply once what they wrote is flushed.
+local settled = {}
+if carried > 0 then
+  for i = 1, nf do
+    known[ARGV[6 + i]] = v[i]
+  end
+  local K = { H, L, S, KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS] }
+  for i = 1, carried do
+    local s = ARGV[6 + nf + i]
+    local cost, tokens, epoch = unpackd('<ddd', s)
+    settled[i] = settle_hold(now, K, sub(s, 25), member, cost, tokens, epoch)
+  end
+  for i = 1, nf do
+    local x = written[ARGV[6 + i]]
+    if x ~= nil then
+      v[i] = x
+    end
+  end
+end
+local function finish(reply)
+  if carried == 0 then
+    return reply
+  end
+  flush(H, {})
+  local codes = pack(sub('<ddddddddd', 1, 1 + carried), unpack(settled))
+  if type(reply) == 'string' then
+    return reply .. codes
+  elseif not reply.err then
+    reply[1] = reply[1] .. codes
+  end
+  return reply
+end
+
 if v[1] then
-  return pack('<ddddddd', 0, REVOKED, MEMBER, 0, 0, 0, 0)
+  return finish(pack('<ddddddd', 0, REVOKED, MEMBER, 0, 0, 0, 0))
 end
 if v[2] then
-  return pack('<ddddddd', 0, CUT_OFF, MEMBER, 0, 0, 0, 0)
+  return finish(pack('<ddddddd', 0, CUT_OFF, MEMBER, 0, 0, 0, 0))
 end
 
 -- The verdict so far: the worst refusal (w: rank, wait, reason, scope, limit,
@@ -223,11 +274,11 @@ local held_m, held_t = 0, 0
 if ledger then
   local e = v[3]
   if not e then
-    return pack('<ddddddd', 0, REBUILD, 0, 0, 0, 0, 0)
+    return finish(pack('<ddddddd', 0, REBUILD, 0, 0, 0, 0, 0))
   end
   epoch = unpackd('<d', e)
   if v[5] then
-    return redis.error_reply('HOLDEXISTS request id ' .. rid .. ' already holds a reservation')
+    return finish(redis.error_reply('HOLDEXISTS request id ' .. rid .. ' already holds a reservation'))
   end
   hold, need = num[2], num[3]
   ai = 4
@@ -239,10 +290,12 @@ if ledger then
   end
   old_bound = bound
   if now >= bound then
-    expired, bound = sweep(KEYS[#KEYS - 1], KEYS[#KEYS])
+    -- The sweep reads and writes the hash itself: it must see the settles.
+    flush(H, {})
+    expired, bound = sweep(L, S)
     if #expired > 0 then
       -- Read again what the sweep changed.
-      v = call('HMGET', H, unpack(ARGV, 7))
+      v = call('HMGET', H, unpack(ARGV, 7, 6 + nf))
     else
       expired = nil
     end
@@ -284,6 +337,9 @@ local scope = MEMBER
 local first, last = 1, #spec
 if ledger then
   first = 2
+  if carried > 0 then
+    first = 3
+  end
 end
 local queue = byte(spec, last) == 126 -- '~': the request may wait in the room
 if queue then
@@ -667,23 +723,23 @@ end
 if w then
   local r = { 0, w[3], w[4], w[5], w[6], w[7], w[8] }
   if not ledger then
-    return pack('<ddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+    return finish(pack('<ddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7]))
   end
   if expired then
     -- What the sweep did stands whatever the verdict, its bound too.
     call('HSET', H, 'x', pack('<d', bound))
   end
   if w[3] == BUDGET then
-    return ledger_reply(r, w[9], w[10], w[4], w[11], 0)
+    return finish(ledger_reply(r, w[9], w[10], w[4], w[11], 0))
   end
   if b_before then
     local brem = b_before
     if brem < 0 then
       brem = 0
     end
-    return ledger_reply(r, w[9], brem, b_scope, b_next, 0)
+    return finish(ledger_reply(r, w[9], brem, b_scope, b_next, 0))
   end
-  return ledger_reply(r, w[9], -1, 0, 0, 0)
+  return finish(ledger_reply(r, w[9], -1, 0, 0, 0))
 end
 
 -- Phase 3: every check passed; commit every reservation.
@@ -727,7 +783,7 @@ if not ledger then
   if #set > 0 then
     call('HSET', H, unpack(set))
   end
-  return pack('<ddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+  return finish(pack('<ddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7]))
 end
 local ep = 0
 if (hold > 0 and (bud_m > 0 or bud_t > 0)) or (need > 0 and (tpm_m > 0 or tpm_t > 0)) then
@@ -754,17 +810,15 @@ if (hold > 0 and (bud_m > 0 or bud_t > 0)) or (need > 0 and (tpm_m > 0 or tpm_t 
   if now + lease < bound then
     bound = now + lease
   end
-  call('ZADD', KEYS[#KEYS - 1], now + lease, rid)
+  call('ZADD', L, now + lease, rid)
   ep = epoch
 end
 if bound ~= old_bound then
   set[#set + 1], set[#set + 2] = 'x', pack('<d', bound)
 end
 set[#set + 1], set[#set + 2] = 'n', pack('<d', seq + 1)
-if #set > 0 then
-  call('HSET', H, unpack(set))
-end
+flush(H, set)
 if b_before then
-  return ledger_reply(r, 0, b_before - hold, b_scope, b_next, ep)
+  return finish(ledger_reply(r, 0, b_before - hold, b_scope, b_next, ep))
 end
-return ledger_reply(r, 0, -1, 0, 0, ep)
+return finish(ledger_reply(r, 0, -1, 0, 0, ep))

@@ -114,10 +114,11 @@ func sameDecision(a, b limiter.Decision) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// roundTrips counts the round trips a client makes to Redis for its calls,
-// leaving out those that set up a new connection (HELLO, CLIENT SETINFO): a
-// connection dialled again mid-test is not the code under test.
-type roundTrips struct{ n atomic.Int64 }
+// roundTrips counts the round trips a client makes to Redis for its calls, and
+// the commands they carry, leaving out those that set up a new connection
+// (HELLO, CLIENT SETINFO): a connection dialled again mid-test is not the code
+// under test.
+type roundTrips struct{ n, cmds atomic.Int64 }
 
 func connectionSetup(cmds ...redis.Cmder) bool {
 	for _, c := range cmds {
@@ -134,6 +135,7 @@ func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if !connectionSetup(cmd) {
 			h.n.Add(1)
+			h.cmds.Add(1)
 		}
 		return next(ctx, cmd)
 	}
@@ -143,6 +145,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if !connectionSetup(cmds...) {
 			h.n.Add(1)
+			h.cmds.Add(int64(len(cmds)))
 		}
 		return next(ctx, cmds)
 	}

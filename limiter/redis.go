@@ -77,16 +77,20 @@ import (
 // in the same order.
 //
 //	KEYS  h, then the sw and conc keys of the entries w and c in spec order;
-//	      if the request may queue: queue; if ledger: leases, settled
+//	      if the request may queue: queue; if ledger: leases, settled; if it
+//	      carries settles: the member's conc, the team's conc, counted
 //	ARGV  1 now µs ("" = Redis TIME), 2 member, 3 request id, 4 spec, 5 numbers,
 //	      6 meta (ledger; "" otherwise), then the fields of h to read: k:<key id>,
 //	      c:<member>, if ledger e, x, r:<request id>, h:<member>, h, n; then per scope
 //	      (member, team) its s field if it has a token bucket or a concurrency cap,
 //	      its q field if it has a TPM limit, its spend field if it has a budget;
-//	      if the request may queue, w, then t:<request id> if it holds a ticket.
+//	      if the request may queue, w, then t:<request id> if it holds a ticket;
+//	      then r:<request id> of each carried settle. Last, each carried
+//	      settle's cost, tokens and epoch as doubles followed by its request id.
 //	      The numbers are little-endian doubles (exact below 2^53): lease µs, if
 //	      ledger hold and tokens, then per spec entry its numbers. Spec: "$" first
-//	      when any budget or TPM applies (ledger), then member entries in lower
+//	      when any budget or TPM applies (ledger), followed by the number of
+//	      settles the call carries (a digit, none when 0), then member entries in lower
 //	      case, team entries in upper case: b token bucket (limit, period µs,
 //	      burst), w sliding window (limit, period µs), c concurrency (cap), t TPM
 //	      (tokens per minute), o | d | m budget total | daily | monthly (limit);
@@ -100,7 +104,8 @@ import (
 //	      remaining (-1 none), 10 budget scope, 11 budget resets at µs (0 none),
 //	      12 the hold's epoch (0 none), 13 n expired, 14 the team's epoch, 15 seq
 //	      before this call, then n × (hold, tokens). With expired holds the
-//	      reply is an array: those doubles, then n × (request id, meta).
+//	      reply is an array: those doubles, then n × (request id, meta). Each
+//	      carried settle's reply (SETTLE's) follows the doubles, in order.
 //
 //go:embed admit.lua
 var admitSource string
@@ -312,10 +317,11 @@ func (r *Redis) Admit(ctx context.Context, req Request) (Decision, error) {
 	return d, err
 }
 
-// AdmitAfter settles ss and admits req in one round trip: a pipeline of their
-// SETTLEs and the ADMIT on one connection, which Redis runs in that order. A
-// refusal answered without Redis settles ss on its own; an admission that never
-// reached Redis leaves them ErrSettleNotSent.
+// AdmitAfter settles ss and admits req in one round trip. A paid request carries
+// its member's settles in its ADMIT, which runs them before its checks; any
+// other goes as a pipeline of their SETTLEs and the ADMIT on one connection,
+// which Redis runs in that order. A refusal answered without Redis settles ss on
+// its own; an admission that never reached Redis leaves them ErrSettleNotSent.
 func (r *Redis) AdmitAfter(ctx context.Context, ss []Settlement, req Request) (Decision, []error, error) {
 	return r.admit(ctx, ss, req)
 }
@@ -394,8 +400,8 @@ func (r *Redis) admit(ctx context.Context, ss []Settlement, req Request) (Decisi
 	return d, errs, nil
 }
 
-// admitCall runs ADMIT, after ss's SETTLEs in the same pipeline when there are
-// any, and returns the settles' errors.
+// admitCall runs ADMIT, carrying ss's SETTLEs or after them in the same pipeline
+// when there are any, and returns the settles' errors.
 func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (Decision, generation, []error, error) {
 	a := admitCall{keys: make([]string, 1, 6), spec: make([]byte, 0, 10), nums: make([]byte, 8, 8*16),
 		args: make([]any, 8, 20)}
@@ -407,8 +413,12 @@ func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (D
 	ledger := req.ledger()
 	a.args[6], a.args[7] = kb.key("k:", req.KeyID), kb.key("c:", req.Member)
 	meta := ""
+	carried := ledger && carriable(ss, req)
 	if ledger {
 		a.spec = append(a.spec, '$')
+		if carried {
+			a.spec = append(a.spec, byte('0'+len(ss)))
+		}
 		a.num(req.Hold)
 		a.num(req.Tokens)
 		a.args = append(a.args, "e", "x", kb.key("r:", req.RequestID), kb.key("h:", req.Member), "h", "n")
@@ -434,6 +444,9 @@ func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (D
 	}
 	a.args[0], a.args[1], a.args[2], a.args[3], a.args[4], a.args[5] =
 		r.scriptNow(), req.Member, req.RequestID, string(a.spec), a.nums, meta
+	if carried {
+		return r.admitCarrying(ctx, ss, req.Member, &a, base)
+	}
 	var errs []error
 	var cmd *redis.Cmd
 	if len(ss) == 0 {
@@ -454,6 +467,84 @@ func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (D
 	}
 	d, gen, err := parseAdmit(v)
 	return d, gen, errs, err
+}
+
+// maxCarriedSettles bounds the settles one ADMIT carries (the spec names the
+// count in one digit).
+const maxCarriedSettles = 9
+
+// carriable reports whether ADMIT can run ss itself: each is a valid settle of
+// req's member, and there are few enough.
+func carriable(ss []Settlement, req *Request) bool {
+	if len(ss) == 0 || len(ss) > maxCarriedSettles {
+		return false
+	}
+	for i := range ss {
+		if ss[i].Team != req.Team || ss[i].Member != req.Member || ss[i].validate() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// admitCarrying runs ADMIT with the SETTLEs of ss inside it, ahead of its checks:
+// one script call rather than 1 + len(ss), sharing its reads and writes of the
+// team's hash. Their replies follow ADMIT's, one double each.
+func (r *Redis) admitCarrying(ctx context.Context, ss []Settlement, member string, a *admitCall, base string) (Decision, generation, []error, error) {
+	for i := range ss {
+		r.fallback.releaseSlots(ss[i].Team, ss[i].Member, ss[i].RequestID)
+		a.args = append(a.args, "r:"+ss[i].RequestID)
+	}
+	a.keys = append(a.keys, base+"m:"+member+":conc", base+"team:conc", base+"counted")
+	for i := range ss {
+		nums := make([]byte, 24, 24+len(ss[i].RequestID))
+		putNum(nums[0:], ss[i].Cost)
+		putNum(nums[8:], ss[i].Tokens)
+		putNum(nums[16:], ss[i].Epoch)
+		a.args = append(a.args, append(nums, ss[i].RequestID...))
+	}
+	errs := make([]error, len(ss))
+	fail := func(err error) {
+		for i := range errs {
+			errs[i] = fmt.Errorf("limiter: settle %s/%s %s: %w", ss[i].Team, ss[i].Member, ss[i].RequestID, err)
+		}
+	}
+	v, err := r.run(ctx, admitScript, a.keys, a.args...).Result()
+	if err != nil {
+		fail(err)
+		return Decision{}, generation{}, errs, err
+	}
+	v, codes, err := splitSettled(v, len(ss))
+	if err != nil {
+		fail(err)
+		return Decision{}, generation{}, errs, err
+	}
+	for i, c := range codes {
+		if c < 0 || c > 7 {
+			errs[i] = fmt.Errorf("limiter: settle %s/%s %s: unexpected reply %v", ss[i].Team, ss[i].Member, ss[i].RequestID, c)
+		}
+	}
+	d, gen, err := parseAdmit(v)
+	return d, gen, errs, err
+}
+
+// splitSettled takes the n carried settles' replies off the end of ADMIT's reply.
+func splitSettled(reply any, n int) (any, []int64, error) {
+	packed, ok := reply.(string)
+	v, isArray := reply.([]any)
+	if isArray && len(v) > 0 {
+		packed, ok = v[0].(string)
+	}
+	if !ok || len(packed) < 8*n || len(packed)%8 != 0 {
+		return nil, nil, fmt.Errorf("unexpected admit reply %q", reply)
+	}
+	codes := doubles(packed[len(packed)-8*n:])
+	packed = packed[:len(packed)-8*n]
+	if isArray {
+		v[0] = packed
+		return v, codes, nil
+	}
+	return packed, codes, nil
 }
 
 // admitCall builds ADMIT's KEYS and ARGV: the keys, the spec and the numbers, and the

@@ -224,7 +224,7 @@ func TestSettleAllIsExact(t *testing.T) {
 
 // TestAdmitAfterSettlesFirst: AdmitAfter runs the earlier request's settle
 // before it decides, so room the settle gives back is there for the admission,
-// and with Redis both go in one round trip.
+// and with Redis both go in one script call.
 func TestAdmitAfterSettlesFirst(t *testing.T) {
 	t.Parallel()
 	_, ls := bothLimiters(t)
@@ -263,10 +263,11 @@ func TestAdmitAfterSettlesFirst(t *testing.T) {
 		d := admit(t, l, r)
 		prev := limiter.Settlement{Team: r.Team, Member: r.Member, RequestID: r.RequestID, Cost: 1, Epoch: d.Epoch}
 		if err := release(context.Background(), l, r.Team, r.Member, "warm-up"); err != nil {
-			t.Fatal(err) // SETTLE is cached in Redis from here on
+			t.Fatal(err) // SETTLE is cached in Redis from here on, and ADMIT since the admit above
 		}
 		const n = 20
 		trips.n.Store(0)
+		trips.cmds.Store(0)
 		for range n {
 			r.RequestID = rid()
 			d, errs, err := l.AdmitAfter(context.Background(), []limiter.Settlement{prev}, r)
@@ -277,6 +278,10 @@ func TestAdmitAfterSettlesFirst(t *testing.T) {
 		}
 		if got := trips.n.Load(); got != n {
 			t.Fatalf("%d round trips for %d settle+admit, want %d", got, n, n)
+		}
+		// The ADMIT carries the settle: one script call for both.
+		if got := trips.cmds.Load(); got != n {
+			t.Fatalf("%d commands for %d settle+admit, want %d", got, n, n)
 		}
 	})
 }
