@@ -75,8 +75,11 @@ func newObserved(t *testing.T) *observed {
 		o.keys[email] = k.Plaintext
 		return mem
 	}
-	// ada has no limits; bob one request a minute; cy a budget of $0; dan is cut off.
+	// ada has a budget she never reaches (so each of her requests is settled); bob
+	// one request a minute; cy a budget of $0; dan is cut off.
 	o.ada, o.bob, o.cy, o.dan = member("ada@acme.test"), member("bob@acme.test"), member("cy@acme.test"), member("dan@acme.test")
+	_, err = o.st.SetMemberLimits(ctx, store.ActorCLI, o.team.ID, o.ada.ID, store.Limits{RatePeriod: time.Second, Budget: dollarsPtr(1000_000_000), BudgetPeriod: "total"})
+	must(t, err)
 	_, err = o.st.SetMemberLimits(ctx, store.ActorCLI, o.team.ID, o.bob.ID,
 		store.Limits{RateAlgorithm: "token_bucket", RateLimit: 1, RatePeriod: time.Minute, RateBurst: 1})
 	must(t, err)

@@ -322,6 +322,13 @@ func (r *Request) queueStep() int64 {
 // ledger reports whether the request needs the ledger part of ADMIT.
 func (r *Request) ledger() bool { return r.MemberPolicy.ledger() || r.TeamPolicy.ledger() }
 
+// Settles reports whether an admitted request leaves Settle anything to do: a
+// hold, or a concurrency slot. The settle of any other changes nothing, and its
+// caller may skip it (a model list or a token count costs one script call, not two).
+func (r *Request) Settles() bool {
+	return r.reserves() || r.MemberPolicy.Concurrency > 0 || r.TeamPolicy.Concurrency > 0
+}
+
 // reserves reports whether an admitted request stores a hold: it reserves money
 // against a budget or tokens against a TPM limit.
 func (r *Request) reserves() bool {

@@ -75,6 +75,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		w.Header().Set("X-Budget-Remaining-Micros", strconv.FormatInt(dec.BudgetRemaining, 10))
 	}
 	if dec.Allowed {
+		t.settles = req.Settles()
 		if !dec.At.IsZero() {
 			// The ledger files the request under the instant the limiter charged it:
 			// a rebuild sums each budget period by created_at, so a replica whose

@@ -171,6 +171,9 @@ type target struct {
 	rest       string // escaped path below the route prefix
 	credential string // the attempt's target's, set by the balancer
 	meter      meter
+	// settles is set once admitted when the limiter has something to settle
+	// (limiter.Request.Settles).
+	settles bool
 	// teamEpoch and seq are the generation of the team's counters admission
 	// read (limiter.Decision's TeamEpoch, Seq), for the ledger rows.
 	teamEpoch, seq int64

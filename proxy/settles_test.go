@@ -79,6 +79,14 @@ type paidGateway struct {
 
 func newPaidGateway(t *testing.T) *paidGateway {
 	t.Helper()
+	return newGatewayFor(t, limiter.Policy{Budget: &limiter.Budget{Limit: paidBudget, Period: limiter.PeriodTotal}})
+}
+
+const paidBudget = 1_000_000
+
+// newGatewayFor is newPaidGateway with the member's limits given.
+func newGatewayFor(t *testing.T, limits limiter.Policy) *paidGateway {
+	t.Helper()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -87,14 +95,13 @@ func newPaidGateway(t *testing.T) *paidGateway {
 	}))
 	t.Cleanup(upstream.Close)
 	u, _ := url.Parse(upstream.URL)
-	const budget = 1_000_000
 	price := estimate.Price{Model: "claude-test", InputPerMTok: 3_000_000, OutputPerMTok: 15_000_000, CacheWritePerMTok: 3_750_000,
 		CacheReadPerMTok: 300_000, MaxOutputTokens: 1000}
 	k := apikey.Generate()
 	snap := NewSnapshot(
 		[]Team{{ID: 1}},
 		[]Key{{ID: k.ID, TeamID: 1, MemberID: 1, SecretHash: k.SecretHash}},
-		[]Member{{ID: 1, TeamID: 1, Limits: limiter.Policy{Budget: &limiter.Budget{Limit: budget, Period: limiter.PeriodTotal}}}},
+		[]Member{{ID: 1, TeamID: 1, Limits: limits}},
 		[]Route{{ID: 1, TeamID: 1, Prefix: "/anthropic", Targets: []Target{NewTarget(u, "ANTHROPIC_API_KEY")}, Dialect: DialectAnthropic,
 			CredentialHeader: "x-api-key", CredentialFormat: "{}"}},
 		estimate.Table{"claude-test": price}, time.Now())
@@ -116,7 +123,7 @@ func newPaidGateway(t *testing.T) *paidGateway {
 	t.Cleanup(release)
 	// 10 input at $3 and 20 output at $15 per million tokens, rounded up once.
 	return &paidGateway{g: g, url: srv.URL, key: k.Plaintext, lim: lim, cost: (10*3_000_000 + 20*15_000_000 + 999_999) / 1_000_000,
-		budget: budget, release: release}
+		budget: paidBudget, release: release}
 }
 
 // call sends one Messages request and reads its whole answer.
@@ -175,6 +182,37 @@ func TestSettleRunsAfterTheResponse(t *testing.T) {
 		t.Fatalf("%d settles ran, want 1", n)
 	}
 	assertCharged(t, p, p.cost)
+}
+
+// TestSettleOnlyWhatHolds: a request that holds nothing in the limiter (no
+// budget, TPM limit or concurrency cap applies) is not settled at all; one that
+// takes a concurrency slot is, and the slot comes back.
+func TestSettleOnlyWhatHolds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		limits  limiter.Policy
+		settles int32
+	}{
+		{"no limits", limiter.Policy{}, 0},
+		{"a rate limit", limiter.Policy{Rate: &limiter.Rate{Algorithm: limiter.AlgorithmTokenBucket, Limit: 100, Period: time.Second}}, 0},
+		{"one request in flight", limiter.Policy{Concurrency: 1}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := newGatewayFor(t, c.limits)
+			p.release()
+			for range 3 {
+				if status, _, body := p.call(t); status != http.StatusOK {
+					t.Fatalf("%d %s", status, body)
+				}
+				p.drain(t)
+			}
+			if n := p.lim.settles.Load(); n != c.settles {
+				t.Fatalf("%d settles, want %d", n, c.settles)
+			}
+		})
+	}
 }
 
 // TestFailedSettleIsRetried: settles that fail are sent again until one lands,

@@ -131,7 +131,8 @@ func setBody(r *http.Request, body []byte) {
 }
 
 // settle decides what the request really cost, from the usage the provider
-// reported, queues the limiter's SETTLE to run after the response (g.settles),
+// reported, queues the limiter's SETTLE to run after the response (g.settles)
+// when it has something to settle,
 // and records the ledger row. It runs detached from the request's context: a
 // client hanging up must not skip it.
 func (g *Gateway) settle(r *http.Request, t *target, epoch int64, o *Outcome) {
@@ -140,8 +141,10 @@ func (g *Gateway) settle(r *http.Request, t *target, epoch int64, o *Outcome) {
 	status, cost, tokens, used := t.outcome()
 	o.UpstreamStatus, o.TTFB, o.CostMicros, o.LedgerStatus, o.Usage = t.status, t.ttfb, cost, status, used
 	o.UpstreamError = t.failed
-	g.settles.add(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
-		Cost: cost, Tokens: tokens, Epoch: epoch})
+	if t.settles {
+		g.settles.add(ctx, limiter.Settlement{Team: t.team(), Member: t.member(), RequestID: t.requestID,
+			Cost: cost, Tokens: tokens, Epoch: epoch})
+	}
 	if !t.meter.paid {
 		return
 	}
