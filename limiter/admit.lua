@@ -4,9 +4,10 @@
 --
 -- Three phases, so that a refusal writes nothing: gather state and run every check
 -- read-only, pick the verdict, and only if every check passed commit every reservation.
--- The one exception is the sweep of expired holds (ledger requests only), which runs
--- whatever the verdict: it corrects state any call would correct, and a team that is
--- refused must still get its abandoned holds back.
+-- The exceptions run whatever the verdict (ledger requests only): the settles the call
+-- carries, which run first, as their own SETTLE calls would have, and the sweep of
+-- expired holds, which corrects state any call would correct (a team that is refused
+-- must still get its abandoned holds back).
 --
 -- The script is written flat for speed: it runs on every request, and what it costs
 -- inside Redis is mostly redis.call (each one converts its arguments and reply) and
