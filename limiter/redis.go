@@ -497,11 +497,7 @@ func (r *Redis) admitCarrying(ctx context.Context, ss []Settlement, member strin
 	}
 	a.keys = append(a.keys, base+"m:"+member+":conc", base+"team:conc", base+"counted")
 	for i := range ss {
-		nums := make([]byte, 24, 24+len(ss[i].RequestID))
-		putNum(nums[0:], ss[i].Cost)
-		putNum(nums[8:], ss[i].Tokens)
-		putNum(nums[16:], ss[i].Epoch)
-		a.args = append(a.args, append(nums, ss[i].RequestID...))
+		a.args = append(a.args, append(ss[i].nums(len(ss[i].RequestID)), ss[i].RequestID...))
 	}
 	errs := make([]error, len(ss))
 	fail := func(err error) {
@@ -520,8 +516,8 @@ func (r *Redis) admitCarrying(ctx context.Context, ss []Settlement, member strin
 		return Decision{}, generation{}, errs, err
 	}
 	for i, c := range codes {
-		if c < 0 || c > 7 {
-			errs[i] = fmt.Errorf("limiter: settle %s/%s %s: unexpected reply %v", ss[i].Team, ss[i].Member, ss[i].RequestID, c)
+		if _, err := settleResult(c); err != nil {
+			errs[i] = fmt.Errorf("limiter: settle %s/%s %s: %w", ss[i].Team, ss[i].Member, ss[i].RequestID, err)
 		}
 	}
 	d, gen, err := parseAdmit(v)
@@ -881,11 +877,17 @@ func (r *Redis) settleCall(s Settlement) (keys []string, args []any) {
 	base := kb.key(r.prefix, "{t:", s.Team, "}:")
 	keys = []string{kb.key(base, "h"), kb.key(base, "leases"), kb.key(base, "settled"),
 		kb.key(base, "m:", s.Member, ":conc"), kb.key(base, "team:conc"), kb.key(base, "counted")}
-	nums := make([]byte, 24)
-	putNum(nums[0:], s.Cost)
-	putNum(nums[8:], s.Tokens)
-	putNum(nums[16:], s.Epoch)
-	return keys, []any{r.scriptNow(), s.RequestID, s.Member, nums}
+	return keys, []any{r.scriptNow(), s.RequestID, s.Member, s.nums(0)}
+}
+
+// nums is s's cost, tokens and epoch as SETTLE takes them, three little-endian
+// doubles, with room for extra more bytes.
+func (s *Settlement) nums(extra int) []byte {
+	b := make([]byte, 24, 24+extra)
+	putNum(b[0:], s.Cost)
+	putNum(b[8:], s.Tokens)
+	putNum(b[16:], s.Epoch)
+	return b
 }
 
 func parseSettle(cmd *redis.Cmd) (SettleResult, error) {
@@ -893,6 +895,11 @@ func parseSettle(cmd *redis.Cmd) (SettleResult, error) {
 	if err != nil {
 		return SettleResult{}, err
 	}
+	return settleResult(v)
+}
+
+// settleResult reads SETTLE's reply: applied + 2 × known + 4 × lost.
+func settleResult(v int64) (SettleResult, error) {
 	if v < 0 || v > 7 {
 		return SettleResult{}, fmt.Errorf("unexpected reply %v", v)
 	}
