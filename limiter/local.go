@@ -234,11 +234,12 @@ func (l *Local) bucket(key stateKey, scope Scope, r *Rate, now int64) check {
 		ts = now
 	}
 	c := check{rank: 2, reason: ReasonRate, scope: scope, limit: limit}
+	full := ceilDiv(capacity-tokens, limit) // until the bucket is full, before this request
 	if scope == ScopeTeam {
-		c.turn = &turn{tokens: tokens, cost: period, rate: limit, resetUS: ceilDiv(capacity-tokens, limit)}
+		c.turn = &turn{tokens: tokens, cost: period, rate: limit, resetUS: full}
 	}
 	if tokens < period {
-		c.resetUS = ceilDiv(capacity-tokens, limit)
+		c.resetUS = full
 		c.retryUS = ceilDiv(period-tokens, limit)
 		c.wait = c.retryUS
 		return c
@@ -247,7 +248,7 @@ func (l *Local) bucket(key stateKey, scope Scope, r *Rate, now int64) check {
 	c.ok = true
 	c.remaining = left / period
 	c.resetUS = ceilDiv(capacity-left, limit)
-	c.holdReserve(limit, capacity, period, left, ceilDiv(capacity-tokens, limit))
+	c.holdReserve(limit, capacity, period, left, full)
 	c.commit = func() { l.buckets[key] = bucketState{tokens: left, ts: ts, period: period} }
 	return c
 }
