@@ -41,19 +41,18 @@ end
 -- flush writes what was written, with set (field, value pairs) on top: a field in
 -- set is written with set's value.
 local function flush(H, set)
-  local n = #set
   if next(written) ~= nil then
-    local mine, del = {}, {}
-    for j = 1, n, 2 do
-      mine[set[j]] = true
+    for j = 1, #set, 2 do
+      written[set[j]] = set[j + 1]
     end
+    local del = {}
+    set = {}
     for f, x in pairs(written) do
-      if not mine[f] then
-        if x then
-          set[n + 1], set[n + 2], n = f, x, n + 2
-        else
-          del[#del + 1] = f
-        end
+      if x then
+        set[#set + 1] = f
+        set[#set + 1] = x
+      else
+        del[#del + 1] = f
       end
     end
     written = {}
@@ -61,7 +60,7 @@ local function flush(H, set)
       redis.call('HDEL', H, unpack(del))
     end
   end
-  if n > 0 then
+  if #set > 0 then
     redis.call('HSET', H, unpack(set))
   end
 end
