@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate/tollgate/internal/redisstats"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/limiter/redistest"
 )
@@ -109,6 +112,27 @@ func benchLatency(b *testing.B, call func(context.Context) error, after ...func(
 	b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
 }
 
+// privateRedis is a client of a redis-server of the benchmark's own, so that its
+// INFO commandstats counts the benchmark's calls and nothing else.
+func privateRedis(b *testing.B) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: redistest.StartServer(b).Addr()})
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// reportScripts, deferred before the timed loop, reports what the server says it
+// spent per iteration inside scripts (INFO commandstats usec, the figure the
+// gateway's "Redis time per request" is) and how many script calls that took.
+func reportScripts(b *testing.B, c *redis.Client) func() {
+	ctx := context.Background()
+	calls0, usec0 := redisstats.Scripts(ctx, c)
+	return func() {
+		calls1, usec1 := redisstats.Scripts(ctx, c)
+		b.ReportMetric(float64(usec1-usec0)/float64(b.N), "redis-µs/op")
+		b.ReportMetric(float64(calls1-calls0)/float64(b.N), "scripts/op")
+	}
+}
+
 // BenchmarkAdmitTypical is the common configuration: a member token bucket and a
 // concurrency cap, with each request's slot released as a gateway would.
 func BenchmarkAdmitTypical(b *testing.B) {
@@ -126,11 +150,13 @@ func BenchmarkAdmitTypical(b *testing.B) {
 // BenchmarkAdmitBudget is BenchmarkAdmitTypical for a paid request: the same limits
 // plus budgets and TPM, each request settled (untimed) at half its hold.
 func BenchmarkAdmitBudget(b *testing.B) {
-	l := limiter.NewRedis(redistest.Client(b), limiter.RedisOptions{Prefix: redistest.Prefix(b), Timeout: time.Second})
+	c := privateRedis(b)
+	l := limiter.NewRedis(c, limiter.RedisOptions{Prefix: "bench:", Timeout: time.Second})
 	req := budgetRequest()
 	rebuildEmpty(b, l, req.Team, nil)
 	ctx := context.Background()
 	var epoch int64
+	defer reportScripts(b, c)()
 	benchLatency(b, func(ctx context.Context) error {
 		req.RequestID = rid()
 		d, err := l.Admit(ctx, req)
@@ -148,10 +174,12 @@ func BenchmarkAdmitBudget(b *testing.B) {
 // call admits and settles. Its p50 beside BenchmarkAdmitBudget's is what the
 // settle adds to the call it rides in.
 func BenchmarkAdmitCarryingSettle(b *testing.B) {
-	l := limiter.NewRedis(redistest.Client(b), limiter.RedisOptions{Prefix: redistest.Prefix(b), Timeout: time.Second})
+	c := privateRedis(b)
+	l := limiter.NewRedis(c, limiter.RedisOptions{Prefix: "bench:", Timeout: time.Second})
 	req := budgetRequest()
 	rebuildEmpty(b, l, req.Team, nil)
 	var prev []limiter.Settlement
+	defer reportScripts(b, c)()
 	benchLatency(b, func(ctx context.Context) error {
 		req.RequestID = rid()
 		d, errs, err := l.AdmitAfter(ctx, prev, req)

@@ -18,6 +18,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/internal/redisstats"
 )
 
 const streamBody = `{"model":"claude-sonnet-4-5","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
@@ -209,7 +210,7 @@ func (b *bench) run(p path, k reqKind, rate int, workers uint64, d time.Duration
 	}
 	ctx := context.Background()
 	cpu0, mock0, redis0, start := procCPU(pids...), procCPU(b.mockPID), redisCPU(ctx, b.redis), time.Now()
-	calls0, usec0 := redisScripts(ctx, b.redis)
+	calls0, usec0 := redisstats.Scripts(ctx, b.redis)
 	var metrics0 map[string]float64
 	var logs0 map[string]int
 	if p.admin != "" {
@@ -225,7 +226,7 @@ func (b *bench) run(p path, k reqKind, rate int, workers uint64, d time.Duration
 	ph.ProxyCPU += procCPU(pids...) - cpu0
 	ph.MockCPU += procCPU(b.mockPID) - mock0
 	ph.RedisCPU += redisCPU(ctx, b.redis) - redis0
-	calls1, usec1 := redisScripts(ctx, b.redis)
+	calls1, usec1 := redisstats.Scripts(ctx, b.redis)
 	ph.RedisScripts += calls1 - calls0
 	ph.RedisScriptsUsec += usec1 - usec0
 	if p.admin != "" {

@@ -105,29 +105,3 @@ func raiseFileLimit() (uint64, error) {
 	l.Cur = l.Max
 	return l.Cur, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 }
-
-// redisScripts is the number of EVAL/EVALSHA calls the Redis server has run and
-// the microseconds it spent inside them (INFO commandstats); shared like redisCPU.
-func redisScripts(ctx context.Context, r *redis.Client) (calls, usec int64) {
-	info, err := r.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, stats, ok := strings.Cut(line, ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
-			continue
-		}
-		for _, kv := range strings.Split(stats, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls += n
-			case "usec":
-				usec += n
-			}
-		}
-	}
-	return calls, usec
-}
