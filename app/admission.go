@@ -95,6 +95,14 @@ func redisOptions(cfg config.Config) (*redis.UniversalOptions, error) {
 		// retries only what Redis provably did not run (see limiter.Redis).
 		MaxRetries:   -1,
 		MaxRedirects: -1,
+		// An ADMIT and its reply are well under 4 KiB, and longer ones (a sweep's,
+		// a rebuild's) stream through the buffer. go-redis's defaults (32 KiB each
+		// way, 128 KiB for a pipeline's reads) are 64 KiB or more per pooled
+		// connection, and a burst opens the whole pool.
+		ReadBufferSize:          8 << 10,
+		WriteBufferSize:         8 << 10,
+		PipelineReadBufferSize:  8 << 10,
+		PipelineWriteBufferSize: 8 << 10,
 	}
 	if e.TLS {
 		// ServerName stays empty: each connection verifies the host it dials,
