@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,8 +74,11 @@ func burst(ctx context.Context, c *cluster, o options) (table, error) {
 		if err := c.startReplicas(ctx, replicas, true, nil); err != nil {
 			return t, err
 		}
-		r := fire(c.Replicas, key, o.burst)
+		r, err := fire(ctx, c.Replicas, key, o.burst)
 		c.stopReplicas()
+		if err != nil {
+			return t, err
+		}
 		admitted := r.codes[http.StatusOK]
 		ceiling := v.ceiling(r.decided)
 		other := o.burst - admitted - r.codes[http.StatusTooManyRequests] - r.codes[http.StatusPaymentRequired] -
@@ -107,71 +115,107 @@ type burstResult struct {
 	samples           []string // one body per unexpected status
 }
 
+// burstAnswer is one request's answer as a burst client reports it.
+type burstAnswer struct {
+	Status     int           `json:"status,omitempty"`
+	RetryAfter bool          `json:"retry_after,omitempty"`
+	Took       time.Duration `json:"took"` // from this request's send to its answer
+	At         time.Duration `json:"at"`   // from the release to its answer
+	Body       string        `json:"body,omitempty"`
+	Err        string        `json:"err,omitempty"`
+}
+
 // fire sends n requests at once, round-robin over the replicas, each on its
-// own connection, and waits for every answer.
-func fire(replicas []string, key string, n int) burstResult {
-	transport := &http.Transport{DisableKeepAlives: true, MaxIdleConnsPerHost: -1}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 2 * time.Minute}
-	type answer struct {
-		status     int
-		retryAfter bool
-		took       time.Duration
-		body       string
-		err        error
+// own connection, and waits for every answer. The requests go out from one
+// child process per replica (burstclient): one process holding a socket per
+// request would need more open files than a usual hard limit of 20,000.
+func fire(ctx context.Context, replicas []string, key string, n int) (burstResult, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return burstResult{}, err
 	}
-	answers := make([]answer, n)
-	start := make(chan struct{})
-	var ready, done sync.WaitGroup
-	for i := range n {
-		ready.Add(1)
-		done.Go(func() {
-			req, _ := http.NewRequest(http.MethodPost, replicas[i%len(replicas)]+"/anthropic/v1/messages", strings.NewReader(messagesBody))
-			req.Header = http.Header{"X-Api-Key": {key}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"},
-				"X-Mock-Latency-Ms": {"15000"}}
-			ready.Done()
-			<-start
-			began := time.Now()
-			resp, err := client.Do(req)
-			if err != nil {
-				answers[i] = answer{err: err, took: time.Since(began)}
-				return
-			}
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			answers[i] = answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After") != "", took: time.Since(began), body: string(body)}
-		})
+	type client struct {
+		cmd     *exec.Cmd
+		release io.WriteCloser
+		out     *bufio.Reader
 	}
-	ready.Wait()
-	close(start)
-	done.Wait()
+	var clients []client
+	defer func() {
+		for _, c := range clients {
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+	}()
+	for i, url := range replicas {
+		share := n / len(replicas)
+		if i < n%len(replicas) {
+			share++
+		}
+		cmd := exec.CommandContext(ctx, self, "burstclient", "-url", url+"/anthropic/v1/messages", "-key", key, "-n", strconv.Itoa(share))
+		cmd.Stderr = os.Stderr
+		release, err := cmd.StdinPipe()
+		if err != nil {
+			return burstResult{}, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return burstResult{}, err
+		}
+		if err := cmd.Start(); err != nil {
+			return burstResult{}, err
+		}
+		clients = append(clients, client{cmd, release, bufio.NewReader(stdout)})
+	}
+	for _, c := range clients {
+		if line, err := c.out.ReadString('\n'); err != nil || line != "ready\n" {
+			return burstResult{}, fmt.Errorf("burst client: %q, %v", line, err)
+		}
+	}
+	for _, c := range clients {
+		_ = c.release.Close() // its stdin ends: the release
+	}
+	var answers []burstAnswer
+	for _, c := range clients {
+		var got []burstAnswer
+		if err := json.NewDecoder(c.out).Decode(&got); err != nil {
+			return burstResult{}, fmt.Errorf("burst client's answers: %w", err)
+		}
+		answers = append(answers, got...)
+	}
+	return countBurst(answers), nil
+}
+
+// countBurst tallies the answers. A burst is decided when its last refusal
+// is answered, counted from the release: a request sent late (its goroutine
+// ran late) was still decided that long after the first.
+func countBurst(answers []burstAnswer) burstResult {
 	r := burstResult{codes: map[int]int{}}
 	var refusals []time.Duration
 	seen := map[int]bool{}
 	for _, a := range answers {
-		if a.err != nil {
+		if a.Err != "" {
 			r.errors++
 			if !seen[0] {
 				seen[0] = true
-				r.samples = append(r.samples, "transport error: "+a.err.Error())
+				r.samples = append(r.samples, "transport error: "+a.Err)
 			}
 			continue
 		}
-		r.codes[a.status]++
-		switch a.status {
+		r.codes[a.Status]++
+		switch a.Status {
 		case http.StatusOK:
 		case http.StatusTooManyRequests, http.StatusPaymentRequired:
 			r.refused++
-			if a.retryAfter {
+			if a.RetryAfter {
 				r.retryAfter++
 			}
-			refusals = append(refusals, a.took)
-			r.decided = max(r.decided, a.took)
+			refusals = append(refusals, a.Took)
+			r.decided = max(r.decided, a.At)
 		default:
-			r.decided = max(r.decided, a.took)
-			if !seen[a.status] {
-				seen[a.status] = true
-				r.samples = append(r.samples, fmt.Sprintf("%d: %s", a.status, a.body))
+			r.decided = max(r.decided, a.At)
+			if !seen[a.Status] {
+				seen[a.Status] = true
+				r.samples = append(r.samples, fmt.Sprintf("%d: %s", a.Status, a.Body))
 			}
 		}
 	}
@@ -180,6 +224,60 @@ func fire(replicas []string, key string, n int) burstResult {
 		r.p50, r.p99 = refusals[len(refusals)/2], refusals[len(refusals)*99/100]
 	}
 	return r
+}
+
+// burstClient is the hidden subcommand fire starts: it readies n requests to
+// url, each on its own connection, says "ready", sends them all when its stdin
+// ends, and writes their answers as one JSON array.
+func burstClient(args []string) error {
+	fs := flag.NewFlagSet("burstclient", flag.ExitOnError)
+	url := fs.String("url", "", "where to POST messagesBody")
+	key := fs.String("key", "", "X-Api-Key")
+	n := fs.Int("n", 0, "requests")
+	_ = fs.Parse(args) // ExitOnError
+	if _, err := raiseFileLimit(); err != nil {
+		return err
+	}
+	transport := &http.Transport{DisableKeepAlives: true, MaxIdleConnsPerHost: -1}
+	client := &http.Client{Transport: transport, Timeout: 2 * time.Minute}
+	answers := make([]burstAnswer, *n)
+	start := make(chan struct{})
+	var released time.Time
+	var ready, done sync.WaitGroup
+	for i := range *n {
+		ready.Add(1)
+		done.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, *url, strings.NewReader(messagesBody))
+			req.Header = http.Header{"X-Api-Key": {*key}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"},
+				"X-Mock-Latency-Ms": {"15000"}}
+			ready.Done()
+			<-start
+			began := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				answers[i] = burstAnswer{Err: err.Error(), Took: time.Since(began), At: time.Since(released)}
+				return
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			answers[i] = burstAnswer{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After") != "",
+				Took: time.Since(began), At: time.Since(released)}
+			switch resp.StatusCode {
+			case http.StatusOK, http.StatusTooManyRequests, http.StatusPaymentRequired:
+			default: // a sample for the notes
+				answers[i].Body = string(body)
+			}
+		})
+	}
+	ready.Wait()
+	if _, err := os.Stdout.WriteString("ready\n"); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	released = time.Now()
+	close(start)
+	done.Wait()
+	return json.NewEncoder(os.Stdout).Encode(answers)
 }
 
 // holdOf is what one messagesBody request holds, read from the budget header of

@@ -6,10 +6,11 @@
 // Every scenario starts what it needs (its own database, Redis prefix, mock
 // provider, gateway processes and, for the comparisons, a bare ReverseProxy and
 // nginx when installed), runs for a bounded time and stops everything it
-// started by PID. Two hidden subcommands are processes the harness starts from
-// its own binary: `bareproxy` (the bare proxy) and `profiledserve` (tollgate
+// started by PID. Three hidden subcommands are processes the harness starts from
+// its own binary: `bareproxy` (the bare proxy), `profiledserve` (tollgate
 // serve with net/http/pprof beside it, used for CPU and heap profiles while the
-// gateway has no /debug/pprof of its own).
+// gateway has no /debug/pprof of its own) and `burstclient` (one replica's
+// share of burst's requests).
 package main
 
 import (
@@ -61,7 +62,8 @@ type table struct {
 func main() {
 	if len(os.Args) > 1 {
 		// Hidden subcommands: processes the scenarios start from this same binary.
-		sub := map[string]func([]string) error{"bareproxy": bareProxy, "profiledserve": profiledServe}[os.Args[1]]
+		sub := map[string]func([]string) error{"bareproxy": bareProxy, "profiledserve": profiledServe,
+			"burstclient": burstClient}[os.Args[1]]
 		if sub != nil {
 			if err := sub(os.Args[2:]); err != nil {
 				fail(err)
