@@ -37,7 +37,9 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.RequestsPerMinute, "rpm", 0, "the account's requests per minute: rate-limit headers on every answer, 429 past it (0: no limit)")
 	fs.IntVar(&opts.TokensPerMinute, "tpm", 0, "the account's tokens per minute (input plus capped output), likewise")
 	logPath := fs.String("log", "", "append one JSON usage record per request to this file")
+	records := fs.Bool("records", true, "keep every request's record in memory for GET /_mock/records (false for long load tests)")
 	_ = fs.Parse(args) // ExitOnError
+	opts.NoRecords = !*records
 
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

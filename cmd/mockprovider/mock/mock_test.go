@@ -602,3 +602,24 @@ func TestRecordsEndpointAndLog(t *testing.T) {
 		t.Errorf("reset: status %d, %d records left", resp.StatusCode, len(m.Records()))
 	}
 }
+
+// TestNoRecords: a mock told to keep no records still writes its log file, holds
+// nothing in memory, and says so on /_mock/records rather than answering an
+// empty list that reads as "no requests".
+func TestNoRecords(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	m, url := start(t, mock.Options{LogWriter: &log, NoRecords: true})
+	if resp, _ := do(t, "POST", url+"/v1/embeddings", `{"input":"abc"}`, "X-Api-Key", "k"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if recs := m.Records(); len(recs) != 0 {
+		t.Errorf("%d records kept", len(recs))
+	}
+	if line := decode[mock.Record](t, log.Bytes()); line.Path != "/v1/embeddings" {
+		t.Errorf("log line %s", log.Bytes())
+	}
+	if resp, b := do(t, "GET", url+"/_mock/records", ""); resp.StatusCode != http.StatusNotFound || !bytes.Contains(b, []byte("keeps no records")) {
+		t.Errorf("records endpoint: %d %s", resp.StatusCode, b)
+	}
+}

@@ -30,6 +30,11 @@ type Options struct {
 	EventInterval time.Duration // wait between SSE events
 	OutputTokens  int           // completion length when the request doesn't cap it lower; 0 means 16
 	LogWriter     io.Writer     // optional: one JSON line appended per Record
+	// NoRecords keeps no log in memory (GET /_mock/records answers 404). A load
+	// test's mock serves hundreds of thousands of requests: holding each one's
+	// record, headers included, stalled every answer while the log's slice grew
+	// and the GC marked it.
+	NoRecords bool
 	// RequestsPerMinute and TokensPerMinute are the account's own limits,
 	// shared by every request: each answer carries the provider's rate-limit
 	// headers, and a request past either gets 429 (0: no limit).
@@ -82,8 +87,10 @@ func (s *Server) Reset() {
 func (s *Server) add(seq uint64, rec Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(s.entries, seq, func(e entry, seq uint64) int { return cmp.Compare(e.seq, seq) })
-	s.entries = slices.Insert(s.entries, i, entry{seq, rec})
+	if !s.opts.NoRecords {
+		i, _ := slices.BinarySearchFunc(s.entries, seq, func(e entry, seq uint64) int { return cmp.Compare(e.seq, seq) })
+		s.entries = slices.Insert(s.entries, i, entry{seq, rec})
+	}
 	if s.opts.LogWriter != nil {
 		line, _ := json.Marshal(rec) // a Record always marshals
 		// Written under the lock so lines never interleave. A failed write loses only the
@@ -110,6 +117,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route := r.Method + " " + r.URL.Path
 	switch route {
 	case "GET /_mock/records":
+		if s.opts.NoRecords {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "this mock keeps no records (-records=false)"})
+			return
+		}
 		writeJSON(w, http.StatusOK, s.Records())
 		return
 	case "POST /_mock/reset":
