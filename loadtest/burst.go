@@ -125,7 +125,7 @@ type burstAnswer struct {
 	Err        string        `json:"err,omitempty"`
 }
 
-// fire sends n requests at once, round-robin over the replicas, each on its
+// fire sends n requests at once, an even share to each replica, each on its
 // own connection, and waits for every answer. The requests go out from one
 // child process per replica (burstclient): one process holding a socket per
 // request would need more open files than a usual hard limit of 20,000.
