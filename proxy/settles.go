@@ -143,44 +143,68 @@ func (q *settles) work() {
 	idle := time.NewTimer(settleWorkerIdle)
 	defer idle.Stop()
 	batch := make([]*settleJob, 0, settleBatch)
+	// next is a job this worker took from the queue while gathering a batch
+	// and left for the next one, because it was not due yet.
+	var next *settleJob
 	for {
-		select {
-		case j := <-q.queue:
-			if wait := time.Until(j.due); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-q.hurry:
+		j := next
+		next = nil
+		if j == nil {
+			select {
+			case j = <-q.queue:
+			case <-idle.C:
+				q.workers.Add(-1)
+				// A job queued while this worker was deciding to leave finds no one.
+				if len(q.queue) > 0 {
+					q.spawn()
 				}
-				t.Stop()
+				return
 			}
-			batch = batch[:0]
-			if q.take(j) {
-				batch = append(batch, j)
+		}
+		if wait := time.Until(j.due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-q.hurry:
 			}
-		drain:
-			for len(batch) < settleBatch {
-				select {
-				case j := <-q.queue:
-					if q.take(j) {
-						batch = append(batch, j)
-					}
-				default:
+			t.Stop()
+		}
+		batch = batch[:0]
+		if q.take(j) {
+			batch = append(batch, j)
+		}
+		// The batch takes what is due, and stops at the first job still
+		// lingering: its member's next admission is about to carry it, and
+		// taking it here would make that admission wait for this batch instead.
+	drain:
+		for len(batch) < settleBatch {
+			select {
+			case j := <-q.queue:
+				if time.Until(j.due) > 0 && !q.hurried() {
+					next = j
 					break drain
 				}
+				if q.take(j) {
+					batch = append(batch, j)
+				}
+			default:
+				break drain
 			}
-			if len(batch) > 0 {
-				q.settle(batch)
-			}
-			idle.Reset(settleWorkerIdle)
-		case <-idle.C:
-			q.workers.Add(-1)
-			// A job queued while this worker was deciding to leave finds no one.
-			if len(q.queue) > 0 {
-				q.spawn()
-			}
-			return
 		}
+		if len(batch) > 0 {
+			q.settle(batch)
+		}
+		idle.Reset(settleWorkerIdle)
+	}
+}
+
+// hurried reports whether drain has begun: nothing lingers any more.
+func (q *settles) hurried() bool {
+	select {
+	case <-q.hurry:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -351,6 +351,58 @@ func TestAdmissionCarriesTheMembersLastSettle(t *testing.T) {
 	assertCharged(t, p, (n)*p.cost)
 }
 
+// TestWorkerLeavesLingeringSettles: a worker sending one member's due settle
+// does not take another member's (or the same member's) settle that is still
+// lingering: that one is left for the next admission to carry, which would
+// otherwise wait for the worker's round trip.
+func TestWorkerLeavesLingeringSettles(t *testing.T) {
+	t.Parallel()
+	lim := &countingLimiter{Limiter: limiter.NewLocal(nil)}
+	q := newSettles(lim, slog.New(slog.DiscardHandler))
+	q.linger = 200 * time.Millisecond
+	ctx := context.Background()
+	// One due settle for each worker, so that every worker is busy with one
+	// when the lingering settle is queued.
+	for i := range settleWorkers {
+		q.add(ctx, limiter.Settlement{Team: "1", Member: "7", RequestID: "due" + strconv.Itoa(i)})
+	}
+	time.Sleep(150 * time.Millisecond)
+	q.add(ctx, limiter.Settlement{Team: "1", Member: "8", RequestID: "lingering"})
+	// The first ones are due at 200 ms and the workers send them then; the
+	// last is due only at 350 ms.
+	deadline := time.Now().Add(5 * time.Second)
+	for lim.settled.Load() < settleWorkers && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	jobs := q.claim(ctx, "1", "8", time.Second)
+	if len(jobs) != 1 || jobs[0].s.RequestID != "lingering" {
+		t.Fatalf("claimed %d settles, want the lingering one: the worker took it with the due one", len(jobs))
+	}
+	q.finish(jobs, make([]error, len(jobs)))
+	if err := q.drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := lim.settled.Load(); got != settleWorkers {
+		t.Fatalf("%d settles sent by workers, want only the %d due ones", got, settleWorkers)
+	}
+}
+
+// countingLimiter counts the settles workers send.
+type countingLimiter struct {
+	limiter.Limiter
+	settled atomic.Int64
+}
+
+func (l *countingLimiter) Settle(ctx context.Context, s limiter.Settlement) (limiter.SettleResult, error) {
+	l.settled.Add(1)
+	return l.Limiter.Settle(ctx, s)
+}
+
+func (l *countingLimiter) SettleAll(ctx context.Context, ss []limiter.Settlement) []error {
+	l.settled.Add(int64(len(ss)))
+	return l.Limiter.SettleAll(ctx, ss)
+}
+
 // TestClaimCarriesAFewSettles: when many of a member's requests end at once,
 // one admission carries only a few of their settles; the rest are left to the
 // workers instead of riding inside one ADMIT's timeout.
