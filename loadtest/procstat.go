@@ -75,6 +75,21 @@ func withChildren(pid int) []int {
 	return pids
 }
 
+// named is the processes whose command name is name (Postgres's server and
+// its backends are all "postgres").
+func named(name string) []int {
+	var pids []int
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, path := range comms {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // redisCPU is the Redis server's own CPU time so far (INFO cpu). The server is
 // shared, so a delta over a phase includes anyone else's use of it.
 func redisCPU(ctx context.Context, r *redis.Client) time.Duration {
