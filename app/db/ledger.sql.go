@@ -248,3 +248,102 @@ func (q *Queries) LedgerSpendSince(ctx context.Context, db DBTX, arg LedgerSpend
 	}
 	return items, nil
 }
+
+const ledgerUpsert = `-- name: LedgerUpsert :many
+INSERT INTO ledger (team_id, request_id, member_id, key_id, route_id, model, status, http_status,
+    input_tokens, output_tokens, cache_write_tokens, cache_read_tokens, reasoning_tokens,
+    held_micros, cost_micros, created_at, settled_at)
+SELECT r.team_id, r.request_id, r.member_id, r.key_id, nullif(r.route_id, 0), r.model, r.status,
+    nullif(r.http_status, 0), r.input_tokens, r.output_tokens, r.cache_write_tokens, r.cache_read_tokens,
+    r.reasoning_tokens, r.held_micros, r.cost_micros, r.created_at,
+    nullif(r.settled_at, '0001-01-01 00:00:00+00'::timestamptz)
+FROM (SELECT unnest($1::bigint[]) AS team_id, unnest($2::text[]) AS request_id,
+    unnest($3::bigint[]) AS member_id, unnest($4::text[]) AS key_id,
+    unnest($5::bigint[]) AS route_id, unnest($6::text[]) AS model,
+    unnest($7::text[]) AS status, unnest($8::int[]) AS http_status,
+    unnest($9::bigint[]) AS input_tokens, unnest($10::bigint[]) AS output_tokens,
+    unnest($11::bigint[]) AS cache_write_tokens,
+    unnest($12::bigint[]) AS cache_read_tokens,
+    unnest($13::bigint[]) AS reasoning_tokens, unnest($14::bigint[]) AS held_micros,
+    unnest($15::bigint[]) AS cost_micros, unnest($16::timestamptz[]) AS created_at,
+    unnest($17::timestamptz[]) AS settled_at) AS r
+ON CONFLICT (team_id, request_id) DO UPDATE SET
+    status = excluded.status, http_status = excluded.http_status,
+    input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+    cache_write_tokens = excluded.cache_write_tokens, cache_read_tokens = excluded.cache_read_tokens,
+    reasoning_tokens = excluded.reasoning_tokens, cost_micros = excluded.cost_micros,
+    settled_at = excluded.settled_at
+WHERE ledger.status = 'held'
+RETURNING team_id, request_id, status
+`
+
+type LedgerUpsertParams struct {
+	TeamIds          []int64
+	RequestIds       []string
+	MemberIds        []int64
+	KeyIds           []string
+	RouteIds         []int64
+	Models           []string
+	Statuses         []string
+	HttpStatuses     []int32
+	InputTokens      []int64
+	OutputTokens     []int64
+	CacheWriteTokens []int64
+	CacheReadTokens  []int64
+	ReasoningTokens  []int64
+	HeldMicros       []int64
+	CostMicros       []int64
+	CreatedAts       []time.Time
+	SettledAts       []time.Time
+}
+
+type LedgerUpsertRow struct {
+	TeamID    int64
+	RequestID string
+	Status    string
+}
+
+// Many requests' rows in one statement, one element of each array a row; no
+// request may come twice. A row already settled, uncertain, implausible or
+// released is final: a late 'held' write (batches may arrive out of order across
+// flushes) never reverts it, and no row comes back for it. The status that comes
+// back is what this write made the row: a final one is new to Postgres. Arrays
+// carry no NULLs here, so 0 stands for no route or HTTP status and the zero
+// time (year 1) for not settled.
+func (q *Queries) LedgerUpsert(ctx context.Context, db DBTX, arg LedgerUpsertParams) ([]LedgerUpsertRow, error) {
+	rows, err := db.Query(ctx, ledgerUpsert,
+		arg.TeamIds,
+		arg.RequestIds,
+		arg.MemberIds,
+		arg.KeyIds,
+		arg.RouteIds,
+		arg.Models,
+		arg.Statuses,
+		arg.HttpStatuses,
+		arg.InputTokens,
+		arg.OutputTokens,
+		arg.CacheWriteTokens,
+		arg.CacheReadTokens,
+		arg.ReasoningTokens,
+		arg.HeldMicros,
+		arg.CostMicros,
+		arg.CreatedAts,
+		arg.SettledAts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LedgerUpsertRow
+	for rows.Next() {
+		var i LedgerUpsertRow
+		if err := rows.Scan(&i.TeamID, &i.RequestID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -52,24 +51,27 @@ type TeamCounters struct {
 // transaction.
 func (s *Store) FlushLedger(ctx context.Context, entries []proxy.LedgerEntry) (LedgerFlush, error) {
 	out := LedgerFlush{Teams: map[int64]TeamCounters{}}
-	params := make([]db.LedgerUpsertParams, len(entries))
+	size := len(entries)
+	p := db.LedgerUpsertParams{TeamIds: make([]int64, size), RequestIds: make([]string, size), MemberIds: make([]int64, size),
+		KeyIds: make([]string, size), RouteIds: make([]int64, size), Models: make([]string, size), Statuses: make([]string, size),
+		HttpStatuses: make([]int32, size), InputTokens: make([]int64, size), OutputTokens: make([]int64, size),
+		CacheWriteTokens: make([]int64, size), CacheReadTokens: make([]int64, size), ReasoningTokens: make([]int64, size),
+		HeldMicros: make([]int64, size), CostMicros: make([]int64, size), CreatedAts: make([]time.Time, size), SettledAts: make([]time.Time, size)}
 	newest := map[int64]TeamCounters{}
+	byRequest := make(map[entryKey]int, size)
 	for i, e := range entries {
-		p := db.LedgerUpsertParams{TeamID: e.TeamID, RequestID: e.RequestID, MemberID: e.MemberID, KeyID: e.KeyID,
-			Model: e.Model, Status: string(e.Status), InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
-			CacheWriteTokens: e.Usage.CacheWriteTokens, CacheReadTokens: e.Usage.CacheReadTokens,
-			ReasoningTokens: e.Usage.ReasoningTokens, HeldMicros: e.HeldMicros, CostMicros: e.CostMicros, CreatedAt: e.CreatedAt}
-		if e.RouteID != 0 {
-			p.RouteID = &e.RouteID
+		// The zero values stand for NULL: no route, no HTTP status, not settled.
+		p.TeamIds[i], p.RequestIds[i], p.MemberIds[i], p.KeyIds[i] = e.TeamID, e.RequestID, e.MemberID, e.KeyID
+		p.RouteIds[i], p.Models[i], p.Statuses[i], p.HttpStatuses[i] = e.RouteID, e.Model, string(e.Status), int32(e.HTTPStatus)
+		p.InputTokens[i], p.OutputTokens[i] = e.Usage.InputTokens, e.Usage.OutputTokens
+		p.CacheWriteTokens[i], p.CacheReadTokens[i], p.ReasoningTokens[i] = e.Usage.CacheWriteTokens, e.Usage.CacheReadTokens, e.Usage.ReasoningTokens
+		p.HeldMicros[i], p.CostMicros[i], p.CreatedAts[i], p.SettledAts[i] = e.HeldMicros, e.CostMicros, e.CreatedAt, e.SettledAt
+		k := entryKey{e.TeamID, e.RequestID}
+		if _, dup := byRequest[k]; dup {
+			// One statement cannot write a row twice.
+			return out, fmt.Errorf("store: write ledger rows: request %s of team %d comes twice", e.RequestID, e.TeamID)
 		}
-		if e.HTTPStatus != 0 {
-			status := int32(e.HTTPStatus)
-			p.HttpStatus = &status
-		}
-		if !e.SettledAt.IsZero() {
-			p.SettledAt = &e.SettledAt
-		}
-		params[i] = p
+		byRequest[k] = i
 		if n, ok := newest[e.TeamID]; !ok || e.Epoch > n.Epoch || (e.Epoch == n.Epoch && e.Seq > n.Seq) {
 			newest[e.TeamID] = TeamCounters{Epoch: e.Epoch, Seq: e.Seq}
 		}
@@ -89,24 +91,19 @@ func (s *Store) FlushLedger(ctx context.Context, entries []proxy.LedgerEntry) (L
 		for _, g := range gens {
 			out.Teams[g.TeamID] = TeamCounters{RebuildGen: g.RebuildGen}
 		}
-		var firstErr error
-		results := s.q.LedgerUpsert(ctx, tx, params)
-		results.QueryRow(func(i int, status string, err error) {
-			switch {
-			case errors.Is(err, pgx.ErrNoRows): // final already
-			case err != nil:
-				if firstErr == nil {
-					firstErr = err
-				}
-			case status != string(proxy.LedgerHeld):
-				out.Final = append(out.Final, entries[i])
-			}
-		})
-		if err := results.Close(); err != nil && firstErr == nil {
-			firstErr = err
+		rows, err := s.q.LedgerUpsert(ctx, tx, p)
+		if err != nil {
+			return err
 		}
-		if firstErr != nil {
-			return firstErr
+		final := make([]int, 0, len(rows))
+		for _, row := range rows {
+			if row.Status != string(proxy.LedgerHeld) {
+				final = append(final, byRequest[entryKey{row.TeamID, row.RequestID}])
+			}
+		}
+		slices.Sort(final) // in the batch's order, as RETURNING has none
+		for _, i := range final {
+			out.Final = append(out.Final, entries[i])
 		}
 		// Keys' last use rides on the batch: one statement per flush, off the
 		// request path. A failure retries with the batch, which is harmless.
@@ -192,6 +189,12 @@ func (s *Store) TeamWatermarks(ctx context.Context) (map[int64]TeamCounters, err
 		out[r.TeamID] = TeamCounters{Epoch: r.WmEpoch, Seq: r.WmSeq}
 	}
 	return out, nil
+}
+
+// entryKey names one request's ledger row.
+type entryKey struct {
+	team    int64
+	request string
 }
 
 // recordKeyUse stores, for each key in entries, its newest request's time.

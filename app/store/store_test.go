@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
@@ -22,13 +24,15 @@ const actor = store.Actor("member:1")
 // fixture is a store on its own schema with one team and one active member.
 type fixture struct {
 	st     *store.Store
+	pool   *pgxpool.Pool // the store's, to read what it wrote as stored
 	team   store.Team
 	member store.Member
 }
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{st: store.New(dbtest.Pool(t, dbtest.Schema(t)))}
+	pool := dbtest.Pool(t, dbtest.Schema(t))
+	f := &fixture{st: store.New(pool), pool: pool}
 	f.team = must(f.st.CreateTeam(t.Context(), actor, "acme"))(t)
 	f.member = must(f.st.AddMember(t.Context(), actor, f.team.ID, "alice@example.com", store.RoleMember))(t)
 	return f
