@@ -780,8 +780,15 @@ func mayHaveRun(err error) bool {
 // Cluster redirection, a node that is loading or down, or a write refused on a
 // replica before the script wrote anything.
 func notRun(err error) bool {
+	// Read as redis.HasErrorPrefix does, once rather than once a prefix: it
+	// allocates on every call, even for no error.
+	var rErr redis.Error
+	if err == nil || !errors.As(err, &rErr) {
+		return false
+	}
+	msg := strings.TrimPrefix(rErr.Error(), "ERR ")
 	for _, prefix := range [...]string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "MASTERDOWN", "READONLY", "NOSCRIPT"} {
-		if redis.HasErrorPrefix(err, prefix) {
+		if strings.HasPrefix(msg, prefix) {
 			return true
 		}
 	}
