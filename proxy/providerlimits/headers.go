@@ -52,31 +52,51 @@ const (
 // 429, OpenAI also retry-after-ms. A window with any malformed part is left out.
 func Parse(h http.Header, now time.Time) Observation {
 	var o Observation
-	anthropic := func(name string) Window {
-		p := "Anthropic-Ratelimit-" + name + "-"
-		return window(h.Get(p+"Limit"), h.Get(p+"Remaining"), h.Get(p+"Reset"), func(v string) (time.Time, bool) {
+	anthropic := func(n *windowHeaders) Window {
+		return window(h.Get(n.limit), h.Get(n.remaining), h.Get(n.reset), func(v string) (time.Time, bool) {
 			t, err := time.Parse(time.RFC3339, v)
 			return t, err == nil
 		}, now)
 	}
-	openAI := func(name string) Window {
-		return window(h.Get("X-Ratelimit-Limit-"+name), h.Get("X-Ratelimit-Remaining-"+name), h.Get("X-Ratelimit-Reset-"+name),
-			func(v string) (time.Time, bool) {
-				d, err := time.ParseDuration(v)
-				return now.Add(d), err == nil && d >= 0
-			}, now)
+	openAI := func(n *windowHeaders) Window {
+		return window(h.Get(n.limit), h.Get(n.remaining), h.Get(n.reset), func(v string) (time.Time, bool) {
+			d, err := time.ParseDuration(v)
+			return now.Add(d), err == nil && d >= 0
+		}, now)
 	}
-	o.Requests, o.Tokens = anthropic("Requests"), anthropic("Tokens")
-	o.InputTokens, o.OutputTokens = anthropic("Input-Tokens"), anthropic("Output-Tokens")
+	o.Requests, o.Tokens = anthropic(&anthropicRequests), anthropic(&anthropicTokens)
+	o.InputTokens, o.OutputTokens = anthropic(&anthropicInputTokens), anthropic(&anthropicOutputTokens)
 	if !o.Requests.Known() {
-		o.Requests = openAI("Requests")
+		o.Requests = openAI(&openAIRequests)
 	}
 	if !o.Tokens.Known() {
-		o.Tokens = openAI("Tokens")
+		o.Tokens = openAI(&openAITokens)
 	}
 	o.RetryAfter = retryAfter(h, now)
 	return o
 }
+
+// windowHeaders names one window's three headers, in canonical form: built
+// once, not on every response.
+type windowHeaders struct{ limit, remaining, reset string }
+
+func anthropicHeaders(name string) windowHeaders {
+	p := "Anthropic-Ratelimit-" + name + "-"
+	return windowHeaders{p + "Limit", p + "Remaining", p + "Reset"}
+}
+
+func openAIHeaders(name string) windowHeaders {
+	return windowHeaders{"X-Ratelimit-Limit-" + name, "X-Ratelimit-Remaining-" + name, "X-Ratelimit-Reset-" + name}
+}
+
+var (
+	anthropicRequests     = anthropicHeaders("Requests")
+	anthropicTokens       = anthropicHeaders("Tokens")
+	anthropicInputTokens  = anthropicHeaders("Input-Tokens")
+	anthropicOutputTokens = anthropicHeaders("Output-Tokens")
+	openAIRequests        = openAIHeaders("Requests")
+	openAITokens          = openAIHeaders("Tokens")
+)
 
 // window parses one limit; reset is optional, limit and remaining are not.
 func window(limit, remaining, reset string, parseReset func(string) (time.Time, bool), now time.Time) Window {
