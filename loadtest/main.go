@@ -43,6 +43,9 @@ type options struct {
 	dbURL              string
 	redisURL           string
 	out                string
+	// gatewayEnv is added to the environment of the gateway that overhead and
+	// throughput measure (not the bare proxy's, the mock's or the harness's).
+	gatewayEnv []string
 }
 
 type scenario struct {
@@ -86,6 +89,13 @@ func main() {
 	flag.StringVar(&o.dbURL, "database", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres server (a database is created per scenario and dropped after)")
 	flag.StringVar(&o.redisURL, "redis", "redis://127.0.0.1:6379/0", "Redis (keys under a prefix per scenario, removed after)")
 	flag.StringVar(&o.out, "out", "loadtest/results", "where JSON results go")
+	flag.Func("gateway-env", "overhead, throughput: NAME=value added to the measured gateway's environment alone, e.g. GOGC=400 (repeatable)", func(v string) error {
+		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+			return fmt.Errorf("%q is not NAME=value", v)
+		}
+		o.gatewayEnv = append(o.gatewayEnv, v)
+		return nil
+	})
 	flag.Parse()
 	for _, f := range strings.Split(*streams, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -83,7 +83,7 @@ type bench struct {
 
 func (b *bench) close() { b.redis.Close() }
 
-func newBench(ctx context.Context, c *cluster) (*bench, error) {
+func newBench(ctx context.Context, c *cluster, o options) (*bench, error) {
 	// Limits that every request passes through but that never refuse: from the
 	// member's tier (weight 4), a rate limit, a token-rate limit and a budget (so
 	// each POST holds, settles and writes a ledger row); and the team's rate
@@ -131,7 +131,7 @@ func newBench(ctx context.Context, c *cluster) (*bench, error) {
 	b.paths = append(b.paths, path{name: "bare ReverseProxy", base: bare, client: newLoadClient(),
 		header: common(http.Header{}), pids: func() []int { return []int{bareCmd.Process.Pid} }})
 
-	if b.gateway, err = c.startGateway(ctx, 1, true, nil); err != nil {
+	if b.gateway, err = c.startGateway(ctx, 1, true, o.gatewayEnv); err != nil {
 		return nil, err
 	}
 	gwPID := b.gateway.Cmd.Process.Pid
@@ -356,7 +356,7 @@ func signedMs(d time.Duration) string {
 // overhead measures the latency and CPU each path adds to the direct path, open
 // loop at a constant rate, on a tiny GET, a JSON POST and a streamed POST.
 func overhead(ctx context.Context, c *cluster, o options) (table, error) {
-	b, err := newBench(ctx, c)
+	b, err := newBench(ctx, c, o)
 	if err != nil {
 		return table{}, err
 	}
@@ -465,7 +465,7 @@ func metOrMissedRatio(got, target float64) string {
 // throughput runs every path closed loop: a fixed number of workers each
 // sending the next request as soon as the last one is answered.
 func throughput(ctx context.Context, c *cluster, o options) (table, error) {
-	b, err := newBench(ctx, c)
+	b, err := newBench(ctx, c, o)
 	if err != nil {
 		return table{}, err
 	}
