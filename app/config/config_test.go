@@ -75,7 +75,7 @@ func TestLoadDefaults(t *testing.T) {
 		LedgerSpoolMaxRows:       100000,
 		LogLevel:                 slog.LevelInfo,
 		RedisKeyPrefix:           "tg:",
-		RedisTimeout:             150 * time.Millisecond,
+		RedisTimeout:             time.Second,
 		RedisWait:                5 * time.Second,
 		RedisPoolSize:            16,
 		Replicas:                 1,
