@@ -41,11 +41,11 @@ type TeamCounters struct {
 	Epoch, Seq int64
 }
 
-// FlushLedger upserts entries in one transaction, ordered against rebuilds: it
-// first reads (for share) each team's rebuild generation, which a rebuild takes
-// for update before it reads the ledger (LockRebuild). A rebuild whose
-// generation the rows landed in, or an earlier one, read the ledger without
-// them. A row already final (settled, uncertain, implausible, released) is
+// FlushLedger upserts entries, at most one per request, in one statement of one
+// transaction, ordered against rebuilds: it first reads (for share) each team's
+// rebuild generation, which a rebuild takes for update before it reads the
+// ledger (LockRebuild). A rebuild whose generation the rows landed in, or an
+// earlier one, read the ledger without them. A row already final (settled, uncertain, implausible, released) is
 // never reverted by a late held entry, so batches may be written in any order
 // and retried. The teams' watermarks and keys' last use ride on the same
 // transaction.
