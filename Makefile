@@ -22,7 +22,7 @@ build: ## build bin/tollgate and bin/mockprovider
 test: verify vet ## verify generated code, then go test -race -count=1 ./...
 	$(GO) test -race -count=1 ./...
 	@# Allocation counts mean nothing under -race (sync.Pool drops items at random): counted without it.
-	$(GO) test -count=1 -run 'AllocsDoNotGrow' ./proxy/usage/
+	$(GO) test -count=1 -run 'AllocsDoNotGrow' ./proxy/usage/ ./limiter/
 
 screenshots: ## regenerate docs/dashboard.png and docs/member.png from the browser journey (needs chromium, Postgres, Redis)
 	SCREENSHOT_DIR=docs $(GO) test -count=1 -run '^TestBrowserJourney$$' ./app/console/

@@ -37,3 +37,12 @@ func TestNotRun(t *testing.T) {
 		}
 	}
 }
+
+// TestNotRunAllocsDoNotGrow: notRun runs on every admission, nearly always
+// with no error, and must cost no allocation then. Not parallel, and counted
+// without -race (make test runs it again on its own).
+func TestNotRunAllocsDoNotGrow(t *testing.T) {
+	if allocs := testing.AllocsPerRun(100, func() { notRun(nil) }); allocs != 0 {
+		t.Errorf("notRun(nil) allocates %.0f times a call, want 0", allocs)
+	}
+}

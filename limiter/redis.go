@@ -781,9 +781,13 @@ func mayHaveRun(err error) bool {
 // replica before the script wrote anything.
 func notRun(err error) bool {
 	// Read as redis.HasErrorPrefix does, once rather than once a prefix: it
-	// allocates on every call, even for no error.
+	// allocates on every call, even for no error. rErr escapes, so it is
+	// declared only once there is an error to read.
+	if err == nil {
+		return false
+	}
 	var rErr redis.Error
-	if err == nil || !errors.As(err, &rErr) {
+	if !errors.As(err, &rErr) {
 		return false
 	}
 	msg := strings.TrimPrefix(rErr.Error(), "ERR ")
