@@ -45,10 +45,10 @@ type TeamCounters struct {
 // transaction, ordered against rebuilds: it first reads (for share) each team's
 // rebuild generation, which a rebuild takes for update before it reads the
 // ledger (LockRebuild). A rebuild whose generation the rows landed in, or an
-// earlier one, read the ledger without them. A row already final (settled, uncertain, implausible, released) is
-// never reverted by a late held entry, so batches may be written in any order
-// and retried. The teams' watermarks and keys' last use ride on the same
-// transaction.
+// earlier one, read the ledger without them. A row already final (settled,
+// uncertain, implausible, released) is never reverted by a late held entry, so
+// batches may be written in any order and retried. The teams' watermarks and
+// keys' last use ride on the same transaction.
 func (s *Store) FlushLedger(ctx context.Context, entries []proxy.LedgerEntry) (LedgerFlush, error) {
 	out := LedgerFlush{Teams: map[int64]TeamCounters{}}
 	size := len(entries)
