@@ -125,7 +125,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	}
 	// The console writes through the mirrored store, so a cut-off made there
 	// binds in admission at the next request.
-	st := store.New(pool).WithMirror(lim, log)
+	st := store.New(pool).WithGrants(cfg.CredentialGrants).WithMirror(lim, log)
 	snaps, err := snapshot.New(ctx, st, pool, cfg.ConfigPollInterval, log)
 	if err != nil {
 		closeLimiter()

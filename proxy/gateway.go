@@ -279,6 +279,11 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 	}
 	o.RouteID, o.RoutePrefix = route.ID, route.Prefix
 	dialect = route.Dialect
+	if route.Disabled != "" {
+		refuse(dialect, "route_disabled", &Error{Kind: KindPermission, Message: "route " + route.Prefix +
+			" is disabled by the gateway: " + route.Disabled + "; ask a team owner"})
+		return nil, 0, nil
+	}
 	if missing := g.missingCredential(route); missing != "" {
 		g.opts.Logger.Error("provider credential missing", "request_id", requestID, "route", route.Prefix, "env", missing)
 		refuse(dialect, "no_credential", &Error{Kind: KindUnavailable, Message: "the gateway has no provider credential for this route; ask the owner to set " + missing})

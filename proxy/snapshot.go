@@ -76,6 +76,9 @@ type Route struct {
 	MaxAttempts int
 	// HealthPath is GET on each target by the active health probes; "" for none.
 	HealthPath string
+	// Disabled says why the route is refused without calling any upstream
+	// ("" when it is served): it breaks the deployment's credential grants.
+	Disabled string
 }
 
 // NewSnapshot indexes teams, keys, members and routes.

@@ -543,7 +543,7 @@ func (b *balancer) probe(ctx context.Context, snap *Snapshot, log *slog.Logger) 
 	}
 	checks := make(map[string]check) // target id + health path: each probed once
 	for _, route := range snap.allRoutes() {
-		if route.HealthPath == "" {
+		if route.HealthPath == "" || route.Disabled != "" {
 			continue
 		}
 		for _, tg := range route.Targets {

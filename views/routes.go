@@ -23,6 +23,14 @@ type RouteRow struct {
 	Targets     []RouteTargetRow
 	MaxAttempts int
 	HealthPath  string // "" when probes are off
+	// Disabled says why the gateway refuses the route's requests; "" when served.
+	Disabled string
+}
+
+// Credential is a credential variable the team may use, and where it may go.
+type Credential struct {
+	Env   string
+	Hosts string // "api.anthropic.com, eu.example.com"
 }
 
 // RouteTargetRow is one more upstream of a route, with its own credential variable.
@@ -45,6 +53,9 @@ type RouteForm struct {
 	Format        string
 	FailMode      string
 	Error         string
+	// Credentials are the variables the deployment grants this team: the
+	// only ones the form offers.
+	Credentials []Credential
 }
 
 // RouteEdit is the page editing one route: its settings, the upstreams it
@@ -58,6 +69,7 @@ type RouteEdit struct {
 	// TargetsURL takes a new target (upstream, credential_env);
 	// TargetsURL+"/remove" takes one off.
 	TargetsURL      string
+	Credentials     []Credential // the team's granted variables, for a target's own
 	NewTarget       RouteTargetRow
 	TargetError     string
 	ResilienceURL   string
@@ -66,4 +78,14 @@ type RouteEdit struct {
 	ResilienceErr   string
 	DeleteURL       string
 	ResilienceSaved bool
+}
+
+// granted reports whether env is among creds.
+func granted(env string, creds []Credential) bool {
+	for _, c := range creds {
+		if c.Env == env {
+			return true
+		}
+	}
+	return false
 }

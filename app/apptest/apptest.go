@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/grant"
 )
 
 // Replica is one running gateway.
@@ -73,6 +76,9 @@ func boot(t testing.TB, databaseURL string, env map[string]string, opts ...app.O
 	for k, v := range env {
 		vars[k] = v
 	}
+	if _, ok := env["CREDENTIAL_GRANTS"]; !ok {
+		vars["CREDENTIAL_GRANTS"] = LoopbackGrants(env)
+	}
 	getenv := func(name string) string { return vars[name] }
 	cfg, err := config.Load(getenv)
 	if err != nil {
@@ -87,6 +93,34 @@ func boot(t testing.TB, databaseURL string, env map[string]string, opts ...app.O
 		t.Fatalf("apptest: %v", err)
 	}
 	return a, logs, ctx, cancel
+}
+
+// LoopbackGrants grants the two provider keys, and every other credential
+// variable env sets, to the loopback hosts a test's upstreams listen on (the
+// provider keys to their providers too): the grants a test gets unless it
+// sets CREDENTIAL_GRANTS itself.
+func LoopbackGrants(env map[string]string) string {
+	var grants []string
+	for _, p := range grant.Presets {
+		grants = append(grants, p.Env+": hosts="+strings.Join(p.Hosts, ",")+",127.0.0.1,localhost")
+	}
+	for name := range env {
+		if strings.HasPrefix(name, "TOLLGATE_CREDENTIAL_") {
+			grants = append(grants, name+": hosts=127.0.0.1,localhost")
+		}
+	}
+	slices.Sort(grants)
+	return strings.Join(grants, "; ")
+}
+
+// Grants is LoopbackGrants(env) parsed: for a test that writes routes
+// through a store of its own before its replicas start.
+func Grants(env map[string]string) grant.Table {
+	t, err := grant.Parse(LoopbackGrants(env))
+	if err != nil {
+		panic(err) // LoopbackGrants writes only grants that parse
+	}
+	return t
 }
 
 // SyncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.

@@ -125,7 +125,7 @@ func (c *adminCmd) connect() error {
 		return err
 	}
 	c.pool = pool
-	c.st = store.New(pool)
+	c.st = store.New(pool).WithGrants(c.cfg.CredentialGrants)
 	if c.cfg.RedisURL != "" {
 		// Revocations and cut-offs made here bind on every replica at the next request.
 		log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -496,6 +496,9 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 			for _, r := range routes {
 				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Prefix, r.UpstreamURL, r.Dialect,
 					credentialSummary(r.CredentialHeader, r.CredentialEnv, c.env.Getenv), r.MaxAttempts, cmp.Or(r.HealthPath, "off"))
+				if r.Disabled != "" {
+					fmt.Fprintf(w, "\t\tDISABLED: %s\t\t\t\t\n", r.Disabled)
+				}
 				for _, tg := range r.Targets {
 					fmt.Fprintf(w, "\t\t+ %s\t\t%s\t\t\n", tg.UpstreamURL,
 						credentialSummary(r.CredentialHeader, cmp.Or(tg.CredentialEnv, r.CredentialEnv), c.env.Getenv))

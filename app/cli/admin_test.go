@@ -47,6 +47,7 @@ func TestAdminEndToEnd(t *testing.T) {
 	c := newTool(t)
 	const providerSecret = "sk-ant-provider-secret-never-printed"
 	c.vars["ANTHROPIC_API_KEY"] = providerSecret
+	c.vars["CREDENTIAL_GRANTS"] = "TOLLGATE_CREDENTIAL_SECOND: hosts=api.anthropic.com teams=acme"
 
 	// Teams and members, human and JSON.
 	wantOutput(t, "create-team", c.ok("admin", "create-team", "--name", "acme"), "created team acme (id ")
@@ -88,6 +89,17 @@ func TestAdminEndToEnd(t *testing.T) {
 	wantOutput(t, "add-target", c.ok("admin", "add-target", "--team", "acme", "--prefix", "/anthropic",
 		"--upstream", "https://api.anthropic.com", "--credential-env", "TOLLGATE_CREDENTIAL_SECOND"),
 		"route /anthropic now also sends traffic to https://api.anthropic.com", "$TOLLGATE_CREDENTIAL_SECOND is NOT set")
+	// The deployment's grants bind the CLI as they bind the console and the API.
+	for _, args := range [][]string{
+		{"add-target", "--team", "acme", "--prefix", "/anthropic", "--upstream", "https://evil.example"},
+		{"add-route", "--team", "beta", "--prefix", "/second", "--upstream", "https://api.anthropic.com", "--dialect", "anthropic",
+			"--header", "x-api-key", "--credential-env", "TOLLGATE_CREDENTIAL_SECOND"},
+	} {
+		if out, err := c.run(append([]string{"admin"}, args...)...); err == nil || !strings.Contains(err.Error(), "may only be sent to") &&
+			!strings.Contains(err.Error(), "not granted to team beta") {
+			t.Errorf("%s: %q, %v, want it refused by the grants", args[0], out, err)
+		}
+	}
 	wantOutput(t, "set-route", c.ok("admin", "set-route", "--team", "acme", "--prefix", "/anthropic", "--attempts", "3",
 		"--health-path", "/v1/models"), "route /anthropic: 3 attempts for idempotent requests, health probes /v1/models")
 	var routes []store.Route

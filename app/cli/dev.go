@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -64,7 +65,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 	if *mockURL != "" && env.Getenv(mockCredentialEnv) == "" {
 		return usagef("dev: --mock-url needs %s, the key that mock provider expects", mockCredentialEnv)
 	}
-	env.Getenv = withoutDrainDelay(withLocalRedis(env.Getenv))
+	env.Getenv = withMockGrant(withoutDrainDelay(withLocalRedis(env.Getenv)), *mockURL)
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
@@ -280,6 +281,23 @@ func withLocalRedis(getenv func(string) string) func(string) string {
 			return "redis://" + localRedis + "/0"
 		}
 		return getenv(name)
+	}
+}
+
+// withMockGrant grants the mock provider's credential to the hosts a mock
+// runs on (loopback, or the host of --mock-url), beside whatever
+// CREDENTIAL_GRANTS the developer set: the dev routes carry it there.
+func withMockGrant(getenv func(string) string, mockURL string) func(string) string {
+	hosts := "127.0.0.1,localhost,[::1]"
+	if u, err := url.Parse(mockURL); err == nil && u.Hostname() != "" {
+		hosts = u.Host
+	}
+	return func(name string) string {
+		v := getenv(name)
+		if name != "CREDENTIAL_GRANTS" || strings.Contains(v, mockCredentialEnv+":") {
+			return v
+		}
+		return strings.TrimSpace(v + "\n" + mockCredentialEnv + ": hosts=" + hosts)
 	}
 }
 

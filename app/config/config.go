@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate/tollgate/app/grant"
 )
 
 // Config is every setting of a gateway process.
@@ -167,6 +169,12 @@ type Config struct {
 	// Tracing is where spans go, from the standard OTEL_* variables; zero when
 	// tracing is off (see observability.go).
 	Tracing Tracing
+	// CredentialGrants says which credential variable each team may use and
+	// the hosts it may be sent to (grammar in package grant). ANTHROPIC_API_KEY
+	// and OPENAI_API_KEY go to their providers' hosts for every team unless
+	// granted otherwise; a TOLLGATE_CREDENTIAL_<NAME> is usable only once
+	// granted. CREDENTIAL_GRANTS, default none beyond those two.
+	CredentialGrants grant.Table
 }
 
 // Load reads the environment through getenv and validates it, reporting every
@@ -233,6 +241,11 @@ func Load(getenv func(string) string) (Config, error) {
 	if level := p.str("LOG_LEVEL", "info"); c.LogLevel.UnmarshalText([]byte(level)) != nil {
 		p.fail("LOG_LEVEL", "must be debug, info, warn or error, not %q", level)
 	}
+	grants, err := grant.Parse(getenv("CREDENTIAL_GRANTS"))
+	if err != nil {
+		p.fail("CREDENTIAL_GRANTS", "%v", err)
+	}
+	c.CredentialGrants = grants
 	if len(p.errs) > 0 {
 		return Config{}, errors.Join(p.errs...)
 	}

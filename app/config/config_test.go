@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/grant"
 )
 
 // env is a map-backed getenv: tests never touch the process environment.
@@ -86,8 +87,9 @@ func TestLoadDefaults(t *testing.T) {
 		DrainDelay:               5 * time.Second,
 		LogSampleEvery:           1,
 		Tracing:                  config.Tracing{ServiceName: "tollgate"},
+		CredentialGrants:         grant.Default(),
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(empty) =\n%+v\nwant\n%+v", got, want)
 	}
 }
@@ -402,7 +404,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 		"GATEWAY_REPLICAS":         "none",
 	}
 	c, err := config.Load(env(vars))
-	if c != (config.Config{}) {
+	if !reflect.DeepEqual(c, config.Config{}) {
 		t.Errorf("Load returned a partial config %+v alongside its error", c)
 	}
 	got := problems(t, err)

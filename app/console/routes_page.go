@@ -40,14 +40,14 @@ func (c *Console) renderRoutes(w http.ResponseWriter, r *http.Request, status in
 		vm.Rows = append(vm.Rows, views.RouteRow{ID: rt.ID, Prefix: rt.Prefix, Upstream: rt.UpstreamURL, Dialect: rt.Dialect,
 			Header: rt.CredentialHeader, CredentialEnv: rt.CredentialEnv, CredentialSet: c.getenv(rt.CredentialEnv) != "",
 			FailMode: rt.FailMode, EditURL: routeURL(rt.ID),
-			MaxAttempts: rt.MaxAttempts, HealthPath: rt.HealthPath})
+			MaxAttempts: rt.MaxAttempts, HealthPath: rt.HealthPath, Disabled: rt.Disabled})
 		row := &vm.Rows[len(vm.Rows)-1]
 		for _, tg := range rt.Targets {
 			env := cmp.Or(tg.CredentialEnv, rt.CredentialEnv)
 			row.Targets = append(row.Targets, views.RouteTargetRow{Upstream: tg.UpstreamURL, CredentialEnv: env, CredentialSet: c.getenv(env) != ""})
 		}
 	}
-	form.Action, form.Add = Prefix+"/routes", true
+	form.Action, form.Add, form.Credentials = Prefix+"/routes", true, c.credentials(v)
 	vm.Form = form
 	c.render(w, r, status, views.RoutesPage(vm))
 }
@@ -97,7 +97,19 @@ func (c *Console) routeEdit(ctx context.Context, rt store.Route) views.RouteEdit
 	for _, tg := range rt.Targets {
 		vm.Targets = append(vm.Targets, views.RouteTargetRow{Upstream: tg.UpstreamURL, CredentialEnv: cmp.Or(tg.CredentialEnv, rt.CredentialEnv)})
 	}
+	vm.Credentials = c.credentials(viewerFrom(ctx))
+	vm.Form.Credentials = vm.Credentials
 	return vm
+}
+
+// credentials are the credential variables the deployment grants v's team:
+// the only ones its route forms offer.
+func (c *Console) credentials(v *viewer) []views.Credential {
+	var out []views.Credential
+	for _, g := range c.st.Grants().ForTeam(v.team.Name) {
+		out = append(out, views.Credential{Env: g.Env, Hosts: strings.Join(g.Hosts, ", ")})
+	}
+	return out
 }
 
 func routeURL(id int64) string { return Prefix + "/routes/" + strconv.FormatInt(id, 10) }
@@ -214,7 +226,7 @@ func (c *Console) deleteRoute(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) renderRouteEdit(w http.ResponseWriter, r *http.Request, status int, rt store.Route, form views.RouteForm) {
 	vm := c.routeEdit(r.Context(), rt)
-	form.Action = vm.Form.Action
+	form.Action, form.Credentials = vm.Form.Action, vm.Form.Credentials
 	vm.Form = form
 	c.render(w, r, status, views.RouteEditPage(vm))
 }

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tollgate/tollgate/app/console"
+	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/app/store"
 )
 
@@ -147,5 +151,53 @@ func TestOwnerManagesRouteTargetsRetriesAndDeletion(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("audited route actions %v, want %v", got, want)
+	}
+}
+
+// On a gateway several teams share, each team's owners are offered only the
+// credentials the deployment grants their team; naming another team's is
+// refused with the form re-rendered; a stored route that breaks the grants is
+// shown disabled, with the reason.
+func TestRoutesOfferOnlyTheTeamsGrantedCredentials(t *testing.T) {
+	t.Parallel()
+	grants, err := grant.Parse("TOLLGATE_CREDENTIAL_ACME: hosts=127.0.0.1 teams=acme; TOLLGATE_CREDENTIAL_BETA: hosts=127.0.0.1 teams=beta;" +
+		"ANTHROPIC_API_KEY: hosts=api.anthropic.com teams=acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *console.Options) { o.Store = o.Store.WithGrants(grants) })
+	acme, a := e.owner("acme", "owner@acme.test")
+	beta, _ := e.owner("beta", "owner@beta.test")
+	offered := func(c *client) string {
+		var envs []string
+		c.get("/console/routes").doc.Find(`select#credential_env option`).Each(func(_ int, s *goquery.Selection) {
+			envs = append(envs, s.AttrOr("value", ""))
+		})
+		return strings.Join(envs, ",")
+	}
+	if got := offered(acme); got != ",ANTHROPIC_API_KEY,OPENAI_API_KEY,TOLLGATE_CREDENTIAL_ACME" {
+		t.Errorf("acme is offered %q", got)
+	}
+	if got := offered(beta); got != ",OPENAI_API_KEY,TOLLGATE_CREDENTIAL_BETA" {
+		t.Errorf("beta is offered %q", got)
+	}
+
+	before := e.auditCount()
+	r := acme.post("/console/routes", url.Values{"prefix": {"/steal"}, "upstream": {"http://127.0.0.1:9"}, "dialect": {"anthropic"},
+		"header": {"x-api-key"}, "credential_env": {"TOLLGATE_CREDENTIAL_BETA"}})
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.text("form-error"), "not granted to team acme") {
+		t.Errorf("another team's credential: %d %q", r.status, r.text("form-error"))
+	}
+	if e.auditCount() != before {
+		t.Error("a refused route was written")
+	}
+
+	if _, err := e.pool.Exec(t.Context(), `INSERT INTO route (team_id, prefix, upstream_url, dialect, credential_header, credential_env)
+		VALUES ($1, '/raw', 'http://127.0.0.1:9', 'anthropic', 'x-api-key', 'TOLLGATE_CREDENTIAL_BETA')`, a.TeamID); err != nil {
+		t.Fatal(err)
+	}
+	page := acme.get("/console/routes")
+	if !page.has("route-disabled") || !strings.Contains(page.doc.Find(`[data-prefix="/raw"]`).Text(), "not granted to team acme") {
+		t.Errorf("the stored route is not shown disabled with its reason: %s", page.doc.Find(`[data-prefix="/raw"]`).Text())
 	}
 }

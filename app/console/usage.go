@@ -261,6 +261,8 @@ func refusalWords(code string) string {
 		return "no such route"
 	case "no_credential":
 		return "no provider credential"
+	case "route_disabled":
+		return "route disabled"
 	case "bad_body", "bad_request":
 		return "bad request"
 	}

@@ -293,7 +293,7 @@ var methods = set("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 func Method(m string) string { return pick(m, methods) }
 
 // refusals are the fixed codes of proxy.Outcome.Refusal.
-var refusals = set("bad_request", "invalid_key", "revoked", "expired", "cut_off", "no_route", "no_credential",
+var refusals = set("bad_request", "invalid_key", "revoked", "expired", "cut_off", "no_route", "route_disabled", "no_credential",
 	"bad_body", "ledger_unavailable", "rate", "concurrency", "tpm", "budget", "unavailable", "rebuild", "queued")
 
 var upstreamErrors = set("forbidden_address", "timeout", "unreachable", "client_gone", "circuit_open",

@@ -33,6 +33,7 @@ var refusalEvents = map[string][2]string{
 	"revoked":                         {"api_key", "refused_revoked"},
 	"expired":                         {"api_key", "refused_expired"},
 	"cut_off":                         {"member_cut_off", "refused"},
+	"route_disabled":                  {"credential_grant", "refused"},
 	string(limiter.ReasonRate):        {"rate_limit", "refused"},
 	string(limiter.ReasonConcurrency): {"concurrency_limit", "refused"},
 	string(limiter.ReasonTPM):         {"token_limit", "refused"},

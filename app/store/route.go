@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tollgate/tollgate/app/db"
+	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/proxy"
 )
 
@@ -29,6 +31,10 @@ type Route struct {
 	CreatedAt        time.Time `json:"created_at"`
 	// Targets beyond the route's own upstream, in the order they were added.
 	Targets []RouteTarget `json:"targets,omitempty"`
+	// Disabled says why the gateway does not serve the route ("" when it
+	// does): it breaks the deployment's credential grants, for example a
+	// route stored before the grant was narrowed.
+	Disabled string `json:"disabled,omitempty"`
 }
 
 // RouteTarget is one more upstream a route spreads over.
@@ -165,6 +171,9 @@ func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Rout
 	}
 	var r Route
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.checkGrants(ctx, tx, spec.TeamID, spec.CredentialEnv, spec.UpstreamURL, nil); err != nil {
+			return err
+		}
 		row, err := s.q.RouteCreate(ctx, tx, db.RouteCreateParams{TeamID: spec.TeamID, Prefix: spec.Prefix,
 			UpstreamUrl: spec.UpstreamURL, Dialect: spec.Dialect, CredentialHeader: spec.CredentialHeader,
 			CredentialEnv: spec.CredentialEnv, CredentialFormat: spec.CredentialFormat, FailMode: spec.FailMode})
@@ -191,6 +200,13 @@ func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spe
 		before, err := s.q.RouteGetByID(ctx, tx, db.RouteGetByIDParams{TeamID: spec.TeamID, ID: routeID})
 		if err != nil {
 			return mapErr(err)
+		}
+		targets, err := s.routeTargets(ctx, tx, spec.TeamID, routeID)
+		if err != nil {
+			return err
+		}
+		if err := s.checkGrants(ctx, tx, spec.TeamID, spec.CredentialEnv, spec.UpstreamURL, targets); err != nil {
+			return err
 		}
 		row, err := s.q.RouteUpdate(ctx, tx, db.RouteUpdateParams{TeamID: spec.TeamID, ID: routeID, Prefix: spec.Prefix,
 			UpstreamUrl: spec.UpstreamURL, Dialect: spec.Dialect, CredentialHeader: spec.CredentialHeader,
@@ -225,8 +241,58 @@ func (s *Store) DeleteRoute(ctx context.Context, actor Actor, teamID, routeID in
 	return r, nil
 }
 
-// Routes lists a team's routes with their extra targets.
+// checkGrants holds a route's credential and upstream, and each of its
+// targets' (a target without a credential of its own carries the route's),
+// to the deployment's grants for team teamID. upstream "" checks the targets
+// alone.
+func (s *Store) checkGrants(ctx context.Context, tx pgx.Tx, teamID int64, env, upstream string, targets []RouteTarget) error {
+	team, err := s.q.TeamGetByID(ctx, tx, teamID)
+	if err != nil {
+		return mapErr(err)
+	}
+	if problem := grantProblem(s.grants, team.Name, env, upstream, targets); problem != nil {
+		return invalid(problem.Field, "%s", problem.Message)
+	}
+	return nil
+}
+
+// grantProblem is the first way a route breaks t, or nil.
+func grantProblem(t grant.Table, team, env, upstream string, targets []RouteTarget) *grant.Error {
+	if upstream != "" {
+		if e := t.Check(team, env, upstream); e != nil {
+			return e
+		}
+	}
+	for _, tg := range targets {
+		if e := t.Check(team, cmp.Or(tg.CredentialEnv, env), tg.UpstreamURL); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// routeTargets lists one route's extra targets inside tx.
+func (s *Store) routeTargets(ctx context.Context, tx pgx.Tx, teamID, routeID int64) ([]RouteTarget, error) {
+	rows, err := s.q.RouteTargetList(ctx, tx, teamID)
+	if err != nil {
+		return nil, err
+	}
+	var out []RouteTarget
+	for _, t := range rows {
+		if t.RouteID == routeID {
+			out = append(out, RouteTarget{UpstreamURL: t.UpstreamUrl, CredentialEnv: t.CredentialEnv})
+		}
+	}
+	return out, nil
+}
+
+// Routes lists a team's routes with their extra targets, each marked
+// Disabled when it breaks the deployment's credential grants.
 func (s *Store) Routes(ctx context.Context, teamID int64) ([]Route, error) {
+	team, err := s.q.TeamGetByID(ctx, s.pool, teamID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list routes: %w", mapErr(err))
+	}
 	rows, err := s.q.RouteList(ctx, s.pool, teamID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list routes: %w", err)
@@ -243,6 +309,9 @@ func (s *Store) Routes(ctx context.Context, teamID int64) ([]Route, error) {
 	for i, r := range rows {
 		routes[i] = routeFrom(r)
 		routes[i].Targets = targets[r.ID]
+		if problem := grantProblem(s.grants, team.Name, r.CredentialEnv, r.UpstreamUrl, targets[r.ID]); problem != nil {
+			routes[i].Disabled = problem.Message
+		}
 	}
 	return routes, nil
 }
@@ -287,6 +356,9 @@ func (s *Store) AddRouteTarget(ctx context.Context, actor Actor, teamID int64, p
 		}
 		if target.UpstreamURL == r.UpstreamUrl && (target.CredentialEnv == "" || target.CredentialEnv == r.CredentialEnv) {
 			return ErrConflict
+		}
+		if err := s.checkGrants(ctx, tx, teamID, r.CredentialEnv, "", []RouteTarget{target}); err != nil {
+			return err
 		}
 		existing, err := s.q.RouteTargetList(ctx, tx, teamID)
 		if err != nil {

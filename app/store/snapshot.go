@@ -110,6 +110,10 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		for _, t := range targetRows {
 			extraTargets[t.RouteID] = append(extraTargets[t.RouteID], t)
 		}
+		teamNames := make(map[int64]string, len(teamRows))
+		for _, t := range teamRows {
+			teamNames[t.ID] = t.Name
+		}
 		routes := make([]proxy.Route, 0, len(routeRows))
 		for _, r := range routeRows {
 			up, err := url.Parse(r.UpstreamUrl)
@@ -119,6 +123,19 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 				continue
 			}
 			targets := []proxy.Target{proxy.NewTarget(up, r.CredentialEnv)}
+			granted := make([]RouteTarget, 0, len(extraTargets[r.ID]))
+			for _, t := range extraTargets[r.ID] {
+				granted = append(granted, RouteTarget{UpstreamURL: t.UpstreamUrl, CredentialEnv: t.CredentialEnv})
+			}
+			// A stored route that breaks the grants (saved before they were
+			// narrowed, or written around the store) is kept in the snapshot,
+			// disabled, so its callers are told why instead of meeting a 404.
+			var disabled string
+			if problem := grantProblem(s.grants, teamNames[r.TeamID], r.CredentialEnv, r.UpstreamUrl, granted); problem != nil {
+				disabled = problem.Message
+				log.Warn("route disabled: it breaks the deployment's credential grants", "route_id", r.ID, "prefix", r.Prefix,
+					"team_id", r.TeamID, "reason", disabled)
+			}
 			for _, t := range extraTargets[r.ID] {
 				tu, err := url.Parse(t.UpstreamUrl)
 				if err != nil {
@@ -130,7 +147,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 			routes = append(routes, proxy.Route{ID: r.ID, TeamID: r.TeamID, Prefix: r.Prefix, Targets: targets,
 				Dialect: proxy.Dialect(r.Dialect), CredentialHeader: r.CredentialHeader,
 				CredentialFormat: r.CredentialFormat, FailOpen: r.FailMode == "open",
-				MaxAttempts: int(r.MaxAttempts), HealthPath: r.HealthPath})
+				MaxAttempts: int(r.MaxAttempts), HealthPath: r.HealthPath, Disabled: disabled})
 		}
 		prices, err := s.priceTable(ctx, tx)
 		if err != nil {

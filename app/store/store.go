@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/app/db"
+	"github.com/tollgate/tollgate/app/grant"
 )
 
 // ErrNotFound means the row does not exist or belongs to another team.
@@ -60,6 +61,7 @@ type Store struct {
 	q      *db.Queries
 	mirror Mirror
 	log    *slog.Logger
+	grants grant.Table
 }
 
 // Mirror is told of every revocation and cut-off right after it commits, so the
@@ -72,8 +74,20 @@ type Mirror interface {
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler)}
+	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler), grants: grant.Default()}
 }
+
+// WithGrants returns a Store that holds routes to the deployment's credential
+// grants t (the presets alone until it is called): writers refuse a route
+// that breaks them, and snapshots disable a stored one that does.
+func (s *Store) WithGrants(t grant.Table) *Store {
+	c := *s
+	c.grants = t
+	return &c
+}
+
+// Grants is the table routes are held to.
+func (s *Store) Grants() grant.Table { return s.grants }
 
 // WithMirror returns a Store that mirrors revocations and cut-offs to m. A
 // failed mirror write is logged, not returned: the change is already durable and

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/app/dbtest"
+	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/apikey"
@@ -32,11 +33,22 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	pool := dbtest.Pool(t, dbtest.Schema(t))
-	f := &fixture{st: store.New(pool), pool: pool}
+	f := &fixture{st: store.New(pool).WithGrants(testGrants), pool: pool}
 	f.team = must(f.st.CreateTeam(t.Context(), actor, "acme"))(t)
 	f.member = must(f.st.AddMember(t.Context(), actor, f.team.ID, "alice@example.com", store.RoleMember))(t)
 	return f
 }
+
+// testGrants let the tests' credentials reach the loopback and private
+// upstreams they write.
+var testGrants = func() grant.Table {
+	t, err := grant.Parse("ANTHROPIC_API_KEY: hosts=api.anthropic.com,127.0.0.1; OPENAI_API_KEY: hosts=api.openai.com,127.0.0.1;" +
+		"TOLLGATE_CREDENTIAL_GROQ: hosts=10.0.0.5; TOLLGATE_CREDENTIAL_X: hosts=10.0.0.5; TOLLGATE_CREDENTIAL_SECOND: hosts=127.0.0.1")
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
 
 // must returns v, failing the test when err is set: must(f())(t).
 func must[T any](v T, err error) func(*testing.T) T {

@@ -441,6 +441,7 @@ type Route struct {
 	CredentialFormat string         `json:"credential_format"`
 	CredentialHeader string         `json:"credential_header"`
 	Dialect          string         `json:"dialect"`
+	Disabled         *string        `json:"disabled,omitempty"`
 	FailMode         string         `json:"fail_mode"`
 	HealthPath       string         `json:"health_path"`
 	Id               int64          `json:"id"`
