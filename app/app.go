@@ -235,11 +235,61 @@ func (a *App) Routes() http.Handler {
 	}
 	r.Use(recoverer(a.log))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	a.console.Mount(r)
-	a.api.Mount(r)
+	r.Group(func(r chi.Router) {
+		r.Use(a.reloadBeforeAnswer)
+		a.console.Mount(r)
+		a.api.Mount(r)
+	})
 	r.Handle("/*", a.gateway)
 	return r
 }
+
+// reloadBeforeAnswer makes a change this replica acknowledges visible to its
+// own gateway before the answer leaves: a key issued or a route added here
+// works here at once, rather than after the NOTIFY round trip (other
+// replicas still take that, milliseconds). Only changes that succeeded reload.
+func (a *App) reloadBeforeAnswer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&reloadingWriter{ResponseWriter: w, reload: func() {
+			if err := a.Snapshots.Reload(r.Context()); err != nil {
+				a.log.Warn("config reload after a change failed; the change reaches this replica with the next notification", "err", err)
+			}
+		}}, r)
+	})
+}
+
+// reloadingWriter runs reload once, just before a successful answer's header
+// is written.
+type reloadingWriter struct {
+	http.ResponseWriter
+	reload func()
+	done   bool
+}
+
+func (w *reloadingWriter) WriteHeader(status int) {
+	if !w.done {
+		w.done = true
+		if status < http.StatusBadRequest {
+			w.reload()
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *reloadingWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *reloadingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Serve runs the public listener ln, and the admin listener admin unless it
 // is nil, until ctx ends, keeping the config snapshot fresh. Then it drains:
