@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/migrations"
 )
@@ -82,7 +83,11 @@ func newCluster(ctx context.Context, bin, baseDB, redisURL string) (*cluster, er
 	if err := migrations.Apply(ctx, c.pool); err != nil {
 		return nil, err
 	}
-	c.Store = store.New(c.pool)
+	grants, err := grant.Parse(mockGrants)
+	if err != nil {
+		return nil, err
+	}
+	c.Store = store.New(c.pool).WithGrants(grants)
 	team, err := c.Store.CreateTeam(ctx, store.ActorCLI, "loadtest")
 	if err != nil {
 		return nil, err
@@ -142,6 +147,9 @@ type gateway struct {
 // startReplicas starts n gateways, with extra environment on top of the
 // cluster's; shared says whether they share Redis (the product) or each keep
 // limits in their own process (the failure mode).
+// mockGrants lets the Anthropic key reach the mock provider on loopback.
+const mockGrants = "ANTHROPIC_API_KEY: hosts=127.0.0.1"
+
 func (c *cluster) startReplicas(ctx context.Context, n int, shared bool, extra []string) error {
 	for range n {
 		g, err := c.startGateway(ctx, n, shared, extra)
@@ -172,6 +180,7 @@ func (c *cluster) startGatewayWith(ctx context.Context, name string, args []stri
 		return gateway{}, err
 	}
 	env := []string{"DATABASE_URL=" + c.dbURL, "LISTEN_ADDR=127.0.0.1:" + port, "ANTHROPIC_API_KEY=" + c.credential,
+		"CREDENTIAL_GRANTS=" + mockGrants,
 		"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n), "ADMIN_ADDR=127.0.0.1:" + adminPort,
 		// The scenarios measure what 5,000 streams from one member cost; the
 		// shedding bounds exist to refuse exactly that.
