@@ -79,6 +79,9 @@ func TestOutOfRangeRefused(t *testing.T) {
 		{"NoteNotUTF8", owner, http.MethodPost, decline, "{\"note\":\"no\xc0\"}", "body.note"},
 		{"UpstreamNotUTF8", owner, http.MethodPost, route + "/targets", "{\"upstream_url\":\"http://127.0.0.1:7/\xff\"}", "body.upstream_url"},
 		{"GraceNegative", owner, http.MethodPost, "/api/v1/keys/" + f.key.ID + "/rotate?grace=-1s", "", "query.grace"},
+		{"GraceNotUTF8", owner, http.MethodPost, "/api/v1/keys/" + f.key.ID + "/rotate?grace=1%FFh", "", "query.grace"},
+		{"PathNotUTF8", owner, http.MethodPut, "/api/v1/tiers/co%FFre", `{"limits":{}}`, "path.name"},
+		{"ModelNotUTF8", deployment, http.MethodPut, "/api/v1/prices/claude-%FF", "{" + price + "}", "path.model"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before, audited := state(), e.auditCount()

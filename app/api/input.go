@@ -16,15 +16,35 @@ import (
 // maxBody bounds a request body read before huma reads it: huma's own limit.
 const maxBody = 1 << 20
 
-// checkBody refuses, before huma decodes it, a JSON body that decoding would
-// silently change. encoding/json turns bytes that are not UTF-8 into U+FFFD,
-// so a name would be stored as something nobody typed; and every number this
-// API takes is a whole int64 (micro-dollars, milliseconds, counts), so a
-// fraction, an exponent (1e3) or a number past int64 is refused here, naming
-// its field, rather than left to a decoder error that names none. What stays
-// in range is the store's to check, against the same bounds for every writer.
-func checkBody() func(huma.Context, func(huma.Context)) {
+// checkInput refuses, before huma decodes them, parameters that are not UTF-8
+// (Postgres would refuse them with an error of its own, a 500) and a JSON body
+// that decoding would silently change. encoding/json turns bytes that are not
+// UTF-8 into U+FFFD, so a name would be stored as something nobody typed; and
+// every number this API takes is a whole int64 (micro-dollars, milliseconds,
+// counts), so a fraction, an exponent (1e3) or a number past int64 is refused
+// here, naming its field, rather than left to a decoder error that names none.
+// What stays in range is the store's to check, against the same bounds for
+// every writer.
+func checkInput() func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
+		for _, param := range ctx.Operation().Parameters {
+			var v string
+			switch param.In {
+			case "path":
+				v = ctx.Param(param.Name)
+			case "query":
+				v = ctx.Query(param.Name)
+			case "header":
+				v = ctx.Header(param.Name)
+			}
+			if !utf8.ValidString(v) {
+				msg := param.Name + " is not valid UTF-8"
+				p := problem(http.StatusUnprocessableEntity, ProblemValidation, msg)
+				p.Errors = []ProblemDetail{{Location: param.In + "." + param.Name, Message: msg}}
+				writeHumaProblem(ctx, p)
+				return
+			}
+		}
 		if ctx.Operation().RequestBody == nil {
 			next(ctx)
 			return
