@@ -60,6 +60,8 @@ func TestOutOfRangeArgumentsRefused(t *testing.T) {
 		{"KeyNameNotUTF8", append([]string{"admin", "issue-key", "--name", "lap\xfftop"}, member...), "UTF-8"},
 		{"ReasonNotUTF8", append([]string{"admin", "budget", "request", "--amount", "1", "--reason", "more \xc0"}, member...), "UTF-8"},
 		{"TokenNameNotUTF8", []string{"admin", "token", "create", "--team", "acme", "--name", "c\xffi"}, "UTF-8"},
+		{"TeamNotUTF8", []string{"admin", "set-limits", "--team", "ac\xffme", "--rate", "1"}, "--team is not valid UTF-8"},
+		{"MemberRefNotUTF8", []string{"admin", "set-limits", "--team", "acme", "--member", "ad\xffa@acme.test", "--rate", "1"}, "--member is not valid UTF-8"},
 		{"ModelNotUTF8", []string{"admin", "set-price", "--model", "claude-\xff", "--input", "3", "--output", "15", "--max-output", "10"}, "UTF-8"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,14 @@ func TestOutOfRangeFormsRefused(t *testing.T) {
 	}
 	memberLimits := "/console/members/" + strconv.FormatInt(ada.ID, 10) + "/limits"
 
+	// An address that is not UTF-8 is refused as a form value is, not
+	// handed to Postgres.
+	for _, path := range []string{"/console/tiers/co%FFre", "/console/prices/edit?model=cl%FF"} {
+		if r := owner.get(path); r.status != http.StatusUnprocessableEntity || !strings.Contains(r.text("error"), "not valid UTF-8") {
+			t.Errorf("GET %s: %d %q; want 422 saying it is not UTF-8", path, r.status, r.text("error"))
+		}
+	}
+
 	// state is everything the forms below could change.
 	state := func() string {
 		team, err := e.st.TeamLimits(ctx, o.TeamID)

@@ -123,6 +123,28 @@ func readForm(w http.ResponseWriter, r *http.Request, allowed ...string) (url.Va
 	return r.PostForm, nil
 }
 
+// utf8Address refuses a path or query parameter that is not UTF-8, as
+// readForm refuses such a form value: a name in the address (a tier's, a
+// model's) would otherwise reach Postgres, which answers with an error of its
+// own (a 500).
+func (c *Console) utf8Address(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := store.CheckUTF8("path", "the address", r.URL.Path); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		for name, values := range r.URL.Query() {
+			for _, v := range append([]string{name}, values...) {
+				if err := store.CheckUTF8(name, "the parameter "+name, v); err != nil {
+					c.fail(w, r, err)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // validation returns the message of a store validation error, or "".
 func validation(err error) string {
 	if v, ok := errors.AsType[*store.ValidationError](err); ok {
