@@ -166,11 +166,21 @@ const maxDebt = maxExact / 2
 // maxPeriod bounds Period and Lease so that now+period stays far below 2^53 µs.
 const maxPeriod = 366 * 24 * time.Hour
 
+// The bounds Validate holds a Policy to, for callers that check each field
+// on its own and name it: MaxPeriod for Rate.Period, MaxRateLimit for
+// Rate.Limit, MaxConcurrency for Policy.Concurrency (MaxMoney and MaxTokens
+// bound the budget and TokensPerMinute).
+const (
+	MaxPeriod      = maxPeriod
+	MaxRateLimit   = maxExact / 4
+	MaxConcurrency = maxExact - 1
+)
+
 // Validate reports every problem with p at once, including limits whose scaled integer
 // math could pass 2^53 inside the Lua script, where it would silently lose precision.
 func (p Policy) Validate() error {
 	var errs []error
-	if p.Concurrency < 0 || p.Concurrency >= maxExact {
+	if p.Concurrency < 0 || p.Concurrency > MaxConcurrency {
 		errs = append(errs, fmt.Errorf("concurrency must be from 0 (no cap) to 2^53-1, got %d", p.Concurrency))
 	}
 	if p.TokensPerMinute < 0 || p.TokensPerMinute > MaxTokens {
@@ -190,7 +200,7 @@ func (p Policy) Validate() error {
 			errs = append(errs, fmt.Errorf("rate algorithm must be %q or %q, got %q",
 				AlgorithmTokenBucket, AlgorithmSlidingWindow, r.Algorithm))
 		}
-		if r.Limit < 1 || r.Limit > maxExact/4 {
+		if r.Limit < 1 || r.Limit > MaxRateLimit {
 			errs = append(errs, fmt.Errorf("rate limit must be from 1 to 2^51, got %d", r.Limit))
 		}
 		periodOK := r.Period >= time.Microsecond && r.Period <= maxPeriod && r.Period%time.Microsecond == 0
@@ -204,7 +214,7 @@ func (p Policy) Validate() error {
 				AlgorithmTokenBucket, r.Burst, AlgorithmSlidingWindow))
 		case r.Burst < 0:
 			errs = append(errs, fmt.Errorf("rate burst must be 0 (= limit) or more, got %d", r.Burst))
-		case r.Algorithm == AlgorithmTokenBucket && r.Limit >= 1 && r.Limit <= maxExact/4 && periodOK:
+		case r.Algorithm == AlgorithmTokenBucket && r.Limit >= 1 && r.Limit <= MaxRateLimit && periodOK:
 			// The script keeps tokens in units of 1/period: a full bucket is
 			// burst×period(µs) units, and its largest division adds a period and two
 			// limits to that; all of it must stay below 2^53.

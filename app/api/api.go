@@ -90,7 +90,7 @@ func (a *API) Mount(r chi.Router) {
 	var doc *huma.OpenAPI
 	r.Group(func(r chi.Router) {
 		h := humachi.New(r, config())
-		h.UseMiddleware(a.authorize(), a.idempotent())
+		h.UseMiddleware(a.authorize(), checkInput(), a.idempotent())
 		a.register(h)
 		doc = h.OpenAPI()
 	})

@@ -14,10 +14,6 @@ import (
 	"github.com/tollgate/tollgate/app/store"
 )
 
-// maxIdempotentBody bounds the body read to hash a request: huma's own limit
-// for a request body.
-const maxIdempotentBody = 1 << 20
-
 // idempotent serves a creating POST that carries an Idempotency-Key at most
 // once per key: the first response is stored and replayed for 24 hours to a
 // retry of the same request (method, path and body); the same key on another
@@ -36,8 +32,8 @@ func (a *API) idempotent() func(huma.Context, func(huma.Context)) {
 			writeHumaProblem(ctx, problem(http.StatusUnprocessableEntity, ProblemValidation, "Idempotency-Key must be at most 255 characters"))
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(ctx.BodyReader(), maxIdempotentBody+1))
-		if err != nil || len(body) > maxIdempotentBody {
+		body, err := io.ReadAll(io.LimitReader(ctx.BodyReader(), maxBody+1))
+		if err != nil || len(body) > maxBody {
 			writeHumaProblem(ctx, problem(http.StatusRequestEntityTooLarge, ProblemValidation, "request body too large or unreadable"))
 			return
 		}

@@ -76,7 +76,12 @@ func (a *API) registerKeys(h huma.API) {
 			}
 			k, err := a.st.RotateKey(ctx, actorOf(ctx), teamOf(ctx), in.ID, grace)
 			if err != nil {
-				return nil, a.fromStore(err, "key")
+				return nil, a.fromStoreAt(err, "key", func(field string) string {
+					if field == "grace" {
+						return "query.grace"
+					}
+					return "path.id" // the key's member cannot have keys
+				})
 			}
 			return &issuedKeyOut{Body: k}, nil
 		})

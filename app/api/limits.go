@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -31,10 +30,13 @@ func limitsBody(l store.Limits) Limits {
 		BudgetPeriod: l.BudgetPeriod}
 }
 
-func (l Limits) store() store.Limits {
-	return store.Limits{RateAlgorithm: l.RateAlgorithm, RateLimit: l.RateLimit, RatePeriod: time.Duration(l.RatePeriodMS) * time.Millisecond,
+// store is l as the store takes it; a period that no Duration holds is refused
+// here (by the store's own bound), before it could wrap.
+func (l Limits) store() (store.Limits, error) {
+	period, err := store.RatePeriodMS(l.RatePeriodMS)
+	return store.Limits{RateAlgorithm: l.RateAlgorithm, RateLimit: l.RateLimit, RatePeriod: period,
 		RateBurst: l.RateBurst, Concurrency: l.Concurrency, TokensPerMinute: l.TokensPerMinute, Budget: l.BudgetMicros,
-		BudgetPeriod: l.BudgetPeriod}
+		BudgetPeriod: l.BudgetPeriod}, err
 }
 
 func (a *API) registerLimits(h huma.API) {
@@ -49,7 +51,10 @@ func (a *API) registerLimits(h huma.API) {
 	huma.Register(h, operation("setTeamLimits", http.MethodPut, "/limits", AccessOwner, 200,
 		"Replace the team-wide limits and budget, which bind on top of each member's", 422),
 		func(ctx context.Context, in *struct{ Body Limits }) (*limitsOut, error) {
-			l, err := a.st.SetTeamLimits(ctx, actorOf(ctx), teamOf(ctx), in.Body.store())
+			l, err := in.Body.store()
+			if err == nil {
+				l, err = a.st.SetTeamLimits(ctx, actorOf(ctx), teamOf(ctx), l)
+			}
 			if err != nil {
 				return nil, a.fromStore(err, "team")
 			}

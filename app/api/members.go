@@ -111,7 +111,10 @@ func (a *API) registerMembers(h huma.API) {
 			MemberPath
 			Body Limits
 		}) (*limitsOut, error) {
-			l, err := a.st.SetMemberLimits(ctx, actorOf(ctx), teamOf(ctx), in.ID, in.Body.store())
+			l, err := in.Body.store()
+			if err == nil {
+				l, err = a.st.SetMemberLimits(ctx, actorOf(ctx), teamOf(ctx), in.ID, l)
+			}
 			if err != nil {
 				return nil, a.fromStore(err, "member")
 			}

@@ -67,8 +67,24 @@ func (a *API) registerPrices(h huma.API) {
 			}
 			saved, err := a.st.SetPrice(ctx, actorOf(ctx), p)
 			if err != nil {
-				return nil, a.fromStore(err, "price")
+				return nil, a.fromStoreAt(err, "price", priceLocation)
 			}
 			return &struct{ Body store.Price }{Body: saved}, nil
 		})
+}
+
+// priceLocation is where setPrice takes a field the store names: the model in
+// the path, the rates with their unit (input is input_micros_per_mtok).
+func priceLocation(field string) string {
+	switch field {
+	case "model":
+		return "path.model"
+	case "provider", "max_output_tokens":
+		return "body." + field
+	case "tier_threshold":
+		return "body.tier_threshold_tokens"
+	case "price":
+		return "body"
+	}
+	return "body." + field + "_micros_per_mtok"
 }

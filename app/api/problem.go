@@ -105,14 +105,21 @@ func init() {
 }
 
 // fromStore turns a store error into the problem a caller sees; what names
-// the thing for a not-found or conflict message.
+// the thing for a not-found or conflict message. A validation error names its
+// field in the body, as the store names it.
 func (a *API) fromStore(err error, what string) *Problem {
+	return a.fromStoreAt(err, what, func(field string) string { return "body." + field })
+}
+
+// fromStoreAt is fromStore for an operation that takes a field elsewhere or
+// under another name: at is where a field the store names is in the request.
+func (a *API) fromStoreAt(err error, what string, at func(field string) string) *Problem {
 	var v *store.ValidationError
 	var s *store.StateError
 	switch {
 	case errors.As(err, &v):
 		p := problem(http.StatusUnprocessableEntity, ProblemValidation, v.Message)
-		p.Errors = []ProblemDetail{{Location: "body." + v.Field, Message: v.Message}}
+		p.Errors = []ProblemDetail{{Location: at(v.Field), Message: v.Message}}
 		return p
 	case errors.As(err, &s):
 		return problem(http.StatusConflict, ProblemStale, s.Message)

@@ -23,8 +23,9 @@ func tierBody(t store.Tier) Tier {
 	return Tier{Name: t.Name, Limits: limitsBody(t.Limits), Weight: t.Weight, AutoApproveMicros: t.AutoApprove, Members: t.Members}
 }
 
-func (t Tier) store() store.Tier {
-	return store.Tier{Name: t.Name, Limits: t.Limits.store(), Weight: max(t.Weight, 1), AutoApprove: t.AutoApproveMicros}
+func (t Tier) store() (store.Tier, error) {
+	l, err := t.Limits.store()
+	return store.Tier{Name: t.Name, Limits: l, Weight: max(t.Weight, 1), AutoApprove: t.AutoApproveMicros}, store.Within("limits", err)
 }
 
 type tierOut struct{ Body Tier }
@@ -88,7 +89,10 @@ func (a *API) registerTiers(h huma.API) {
 			IdempotencyKey string `header:"Idempotency-Key" required:"false" doc:"Replays the first response to a retry within 24h."`
 			Body           Tier
 		}) (*tierOut, error) {
-			t, err := a.st.CreateTier(ctx, actorOf(ctx), teamOf(ctx), in.Body.store())
+			t, err := in.Body.store()
+			if err == nil {
+				t, err = a.st.CreateTier(ctx, actorOf(ctx), teamOf(ctx), t)
+			}
 			if err != nil {
 				return nil, a.fromStore(err, "tier "+in.Body.Name)
 			}
@@ -112,8 +116,12 @@ func (a *API) registerTiers(h huma.API) {
 				AutoApproveMicros int64  `json:"auto_approve_micros,omitempty" minimum:"0"`
 			}
 		}) (*tierOut, error) {
+			l, err := in.Body.Limits.store()
+			if err != nil {
+				return nil, a.fromStore(store.Within("limits", err), "tier")
+			}
 			t, err := a.st.ChangeTier(ctx, actorOf(ctx), teamOf(ctx), in.Name, func(t store.Tier) store.Tier {
-				t.Limits, t.Weight, t.AutoApprove = in.Body.Limits.store(), max(in.Body.Weight, 1), in.Body.AutoApproveMicros
+				t.Limits, t.Weight, t.AutoApprove = l, max(in.Body.Weight, 1), in.Body.AutoApproveMicros
 				return t
 			})
 			if err != nil {

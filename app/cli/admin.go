@@ -324,7 +324,8 @@ func setRoute(ctx context.Context, c *adminCmd, args []string) error {
 		return fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, *prefix, t.Name)
 	}
 	n, path := routes[i].MaxAttempts, routes[i].HealthPath
-	if *attempts != 0 {
+	// Given is not the same as non-zero: --attempts 0 is refused, not ignored.
+	if flagGiven(c.flags, "attempts") {
 		n = *attempts
 	}
 	switch *healthPath {

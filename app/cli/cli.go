@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -239,6 +240,18 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	// As the store refuses such bytes in a name, and the API and console in
+	// any field: here before a lookup hands them to Postgres, which answers
+	// with an error of its own.
+	var notUTF8 string
+	fs.Visit(func(f *flag.Flag) {
+		if notUTF8 == "" && !utf8.ValidString(f.Value.String()) {
+			notUTF8 = f.Name
+		}
+	})
+	if notUTF8 != "" {
+		return usagef("%s: --%s is not valid UTF-8", fs.Name(), notUTF8)
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ func usageReport(ctx context.Context, c *adminCmd, args []string) error {
 	if *limit < 1 || *limit > 100000 {
 		return usagef("admin usage: --limit must be from 1 to 100000")
 	}
+	if *since <= 0 {
+		return usagef("admin usage: --since must be a positive duration such as 24h, not %s", *since)
+	}
 	t, err := c.team(ctx, *teamRef)
 	if err != nil {
 		return err
@@ -79,6 +82,9 @@ func reconcile(ctx context.Context, c *adminCmd, args []string) error {
 	skipRedis := c.flags.Bool("skip-redis", false, "do not compare with the Redis spend counters")
 	if err := c.parse(args, "team"); err != nil {
 		return err
+	}
+	if *since <= 0 {
+		return usagef("admin reconcile: --since must be a positive duration such as 24h, not %s", *since)
 	}
 	if *skipRedis && *source == "" {
 		return usagef("admin reconcile: nothing to compare with: --skip-redis needs --provider-log")

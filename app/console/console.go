@@ -216,7 +216,7 @@ func (c *Console) Mount(r chi.Router) {
 	r.With(compress).Handle(static.Prefix+"*", static.Handler())
 	r.Handle("/favicon.ico", static.Icon())
 	r.Route(Prefix, func(r chi.Router) {
-		r.Use(compress, securityHeaders, crossOrigin(c), c.sessions.LoadAndSave, c.loadViewer)
+		r.Use(compress, securityHeaders, crossOrigin(c), c.sessions.LoadAndSave, c.loadViewer, c.utf8Address)
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, store.ErrNotFound) })
 		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 			c.failWith(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This address does not take that kind of request.")

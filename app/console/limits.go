@@ -104,7 +104,7 @@ func (c *Console) changeLimits(w http.ResponseWriter, r *http.Request, form url.
 		reject(msg)
 		return
 	}
-	if _, err := l.Policy(); err != nil {
+	if err := l.Validate(); err != nil {
 		reject(validation(err))
 		return
 	}

@@ -54,11 +54,16 @@ var errBadForm = errors.New("unexpected form field")
 // fail is the one error funnel: not found → 404, a bad form → 400, a store
 // conflict or a change another call made first (StateError, with its message)
 // → 409, anything else → 500 with a log line and a reference the person can
-// quote. Validation errors never get here: handlers re-render their
-// form with the message (422).
+// quote. Handlers re-render their form with a validation error's message
+// (422); the one that gets here is readForm's, a value that is not UTF-8,
+// answered 422 with its message.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if s, ok := errors.AsType[*store.StateError](err); ok {
 		c.failWith(w, r, http.StatusConflict, "Already changed", s.Message)
+		return
+	}
+	if v, ok := errors.AsType[*store.ValidationError](err); ok {
+		c.failWith(w, r, http.StatusUnprocessableEntity, "Not accepted", v.Message+".")
 		return
 	}
 	switch {
@@ -97,18 +102,47 @@ const maxFormBytes = 64 << 10
 
 // readForm parses a posted form and refuses any field the handler does not
 // take: a member cannot slip limits, routes or someone else's id into a request
-// that only takes a key name.
+// that only takes a key name. A value that is not UTF-8 is refused here, for
+// every form, as the store refuses it in a name (a validation error naming the
+// field, which fail answers 422).
 func readForm(w http.ResponseWriter, r *http.Request, allowed ...string) (url.Values, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return nil, errBadForm
 	}
-	for name := range r.PostForm {
+	for name, values := range r.PostForm {
 		if !slices.Contains(allowed, name) {
 			return nil, errBadForm
 		}
+		for _, v := range values {
+			if err := store.CheckUTF8(name, "the field "+name, v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return r.PostForm, nil
+}
+
+// utf8Address refuses a path or query parameter that is not UTF-8, as
+// readForm refuses such a form value: a name in the address (a tier's, a
+// model's) would otherwise reach Postgres, which answers with an error of its
+// own (a 500).
+func (c *Console) utf8Address(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := store.CheckUTF8("path", "the address", r.URL.Path); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		for name, values := range r.URL.Query() {
+			for _, v := range append([]string{name}, values...) {
+				if err := store.CheckUTF8(name, "the parameter "+name, v); err != nil {
+					c.fail(w, r, err)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // validation returns the message of a store validation error, or "".

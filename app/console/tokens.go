@@ -39,14 +39,18 @@ func (c *Console) createAdminToken(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	v := viewerFrom(ctx)
 	section := views.AdminTokens{Name: form.Get("name"), Role: form.Get("role"), ExpiresDays: form.Get("expires_days")}
-	days, err := strconv.Atoi(section.ExpiresDays)
-	if err != nil || days <= 0 {
+	days, err := strconv.ParseInt(section.ExpiresDays, 10, 64)
+	if err != nil {
 		section.Error = "Choose when the token expires."
 		c.renderAdminTokens(w, r, http.StatusUnprocessableEntity, section)
 		return
 	}
-	t, err := c.st.CreateAdminToken(ctx, v.actor(), store.AdminTokenSpec{TeamID: &v.team.ID, Name: section.Name,
-		Role: section.Role, Lifetime: time.Duration(days) * 24 * time.Hour})
+	var t store.IssuedAdminToken
+	lifetime, err := store.TokenLifetimeDays(days)
+	if err == nil {
+		t, err = c.st.CreateAdminToken(ctx, v.actor(), store.AdminTokenSpec{TeamID: &v.team.ID, Name: section.Name,
+			Role: section.Role, Lifetime: lifetime})
+	}
 	if msg := validation(err); msg != "" {
 		section.Error = msg
 		c.renderAdminTokens(w, r, http.StatusUnprocessableEntity, section)

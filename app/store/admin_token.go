@@ -23,6 +23,16 @@ const (
 // secret store stops working within a year.
 const MaxTokenLifetime = 366 * 24 * time.Hour
 
+// TokenLifetimeDays is a token's lifetime given in whole days, as the console
+// takes it, checked before it becomes a Duration: an unchecked count times 24h
+// wraps past 2^63 ns into a lifetime nobody chose.
+func TokenLifetimeDays(days int64) (time.Duration, error) {
+	if maxDays := int64(MaxTokenLifetime / (24 * time.Hour)); days < 1 || days > maxDays {
+		return 0, invalid("expires", "a token must expire in 1 to %d days, not %d", maxDays, days)
+	}
+	return time.Duration(days) * 24 * time.Hour, nil
+}
+
 // AdminToken is an admin token's metadata; the plaintext exists only in
 // IssuedAdminToken, once. TeamID nil is a deployment-level token.
 type AdminToken struct {

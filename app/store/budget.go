@@ -81,7 +81,7 @@ func checkRequestText(field, what, s string, required bool) (string, error) {
 // the tier's ceiling), it is approved at once; otherwise it waits for an owner.
 func (s *Store) RequestBudget(ctx context.Context, actor Actor, teamID, memberID, amount int64, reason string) (BudgetRequest, error) {
 	if amount <= 0 || amount > MaxBudgetRequest {
-		return BudgetRequest{}, invalid("amount", "amount must be more than $0 and at most $%s", FormatDollars(MaxBudgetRequest))
+		return BudgetRequest{}, invalid("amount_micros", "amount must be more than $0 and at most $%s", FormatDollars(MaxBudgetRequest))
 	}
 	reason, err := checkRequestText("reason", "reason", reason, true)
 	if err != nil {
@@ -103,7 +103,7 @@ func (s *Store) RequestBudget(ctx context.Context, actor Actor, teamID, memberID
 			return err
 		}
 		if e.Limits.Budget == nil {
-			return invalid("amount", "%s has no budget limit to raise", m.Email)
+			return invalid("amount_micros", "%s has no budget limit to raise", m.Email)
 		}
 		pending, err := s.q.BudgetRequestPendingCount(ctx, tx, db.BudgetRequestPendingCountParams{TeamID: teamID, MemberID: memberID})
 		if err != nil {
@@ -160,6 +160,10 @@ func (s *Store) grant(ctx context.Context, tx pgx.Tx, actor Actor, m db.Member, 
 	}
 	raised := e.Limits
 	raised.Budget = ptr(*e.Budget() + req.Amount)
+	if *raised.Budget > MaxBudget {
+		return req, invalid("amount_micros", "granting $%s would raise the budget past $%s, the most a budget may be",
+			FormatDollars(req.Amount), FormatDollars(MaxBudget))
+	}
 	if _, err := raised.Policy(); err != nil {
 		return req, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,8 +32,74 @@ func NoLimits() Limits {
 	return Limits{RateAlgorithm: string(limiter.AlgorithmTokenBucket), RatePeriod: time.Second, BudgetPeriod: string(limiter.PeriodMonthly)}
 }
 
+// The bounds of each limit, the same for every writer (admin API, console,
+// CLI) and for members, teams and tiers: what the admission script's integer
+// math holds exactly. A value past one is refused, never clamped or wrapped.
+const (
+	MaxRateLimit       = limiter.MaxRateLimit   // requests per period (also the largest burst)
+	MaxRatePeriod      = limiter.MaxPeriod      // 366 days
+	MaxConcurrency     = limiter.MaxConcurrency // requests in flight
+	MaxTokensPerMinute = limiter.MaxTokens
+	MaxBudget          = limiter.MaxMoney // micro-dollars, about $2.2 billion
+)
+
+// RatePeriodMS is a rate period given in whole milliseconds, as the admin API
+// takes it, checked before it becomes a Duration: an unchecked count times
+// time.Millisecond wraps past 2^63 ns, and 2^58+1 ms became 1 ms.
+func RatePeriodMS(ms int64) (time.Duration, error) {
+	if ms < 1 || ms > int64(MaxRatePeriod/time.Millisecond) {
+		return 0, invalid("rate_period_ms", "rate period must be from 1 to %d milliseconds (366 days), not %d", int64(MaxRatePeriod/time.Millisecond), ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Validate checks l as a writer sets it: each limit within its bound, named as
+// the admin API spells it (rate_limit, rate_period_ms, ...), then what spans
+// fields. Every store function that writes limits calls it.
+func (l Limits) Validate() error {
+	l = l.withDefaults()
+	switch limiter.Algorithm(l.RateAlgorithm) {
+	case limiter.AlgorithmTokenBucket, limiter.AlgorithmSlidingWindow:
+	default:
+		return invalid("rate_algorithm", "rate algorithm must be token_bucket or sliding_window, not %q", l.RateAlgorithm)
+	}
+	for _, f := range []struct {
+		field, what string
+		v, max      int64
+	}{
+		{"rate_limit", "rate limit", l.RateLimit, MaxRateLimit},
+		{"rate_burst", "rate burst", l.RateBurst, MaxRateLimit},
+		{"concurrency", "concurrency", l.Concurrency, MaxConcurrency},
+		{"tokens_per_minute", "tokens per minute", l.TokensPerMinute, MaxTokensPerMinute},
+	} {
+		if f.v < 0 || f.v > f.max {
+			return invalid(f.field, "%s must be from 0 (none) to %d, not %d", f.what, f.max, f.v)
+		}
+	}
+	// Checked with or without a rate limit: a period is kept for when one is set.
+	if l.RatePeriod <= 0 || l.RatePeriod > MaxRatePeriod || l.RatePeriod%time.Millisecond != 0 {
+		return invalid("rate_period_ms", "rate period must be a whole number of milliseconds from 1ms to 366 days, not %s", l.RatePeriod)
+	}
+	if l.Budget != nil && (*l.Budget < 0 || *l.Budget > MaxBudget) {
+		return invalid("budget_micros", "budget must be from $0 to $%s, not %d micro-dollars", FormatDollars(MaxBudget), *l.Budget)
+	}
+	switch limiter.Period(l.BudgetPeriod) {
+	case limiter.PeriodTotal, limiter.PeriodDaily, limiter.PeriodMonthly:
+	default:
+		return invalid("budget_period", "budget period must be total, daily or monthly, not %q", l.BudgetPeriod)
+	}
+	if _, err := l.Policy(); err != nil {
+		// All that is left for Policy to refuse is the burst: none for
+		// sliding_window, and (burst+1) × period below 2^53.
+		v, _ := errors.AsType[*ValidationError](err)
+		return invalid("rate_burst", "%s", v.Message)
+	}
+	return nil
+}
+
 // Policy is l as the limiter enforces it, checked: a limit whose integer math
-// could overflow inside the admission script is refused here, when it is set.
+// could overflow inside the admission script is refused here. The snapshot
+// calls it on limits as stored; writers call Validate, which is stricter.
 func (l Limits) Policy() (limiter.Policy, error) {
 	l = l.withDefaults()
 	p := limiter.Policy{Concurrency: l.Concurrency, TokensPerMinute: l.TokensPerMinute}
@@ -43,7 +110,7 @@ func (l Limits) Policy() (limiter.Policy, error) {
 		p.Budget = &limiter.Budget{Limit: *l.Budget, Period: limiter.Period(l.BudgetPeriod)}
 	}
 	if l.RatePeriod%time.Millisecond != 0 || l.RatePeriod <= 0 {
-		return p, invalid("period", "rate period must be a positive whole number of milliseconds, not %s", l.RatePeriod)
+		return p, invalid("rate_period_ms", "rate period must be a positive whole number of milliseconds, not %s", l.RatePeriod)
 	}
 	switch limiter.Period(l.BudgetPeriod) {
 	case limiter.PeriodTotal, limiter.PeriodDaily, limiter.PeriodMonthly:
@@ -54,6 +121,16 @@ func (l Limits) Policy() (limiter.Policy, error) {
 		return p, invalid("limits", "%v", err)
 	}
 	return p, nil
+}
+
+// Within is err with the field of its validation error placed inside
+// prefix ("limits" + "rate_limit" is "limits.rate_limit"), for limits that
+// are part of something larger, such as a tier.
+func Within(prefix string, err error) error {
+	if v, ok := errors.AsType[*ValidationError](err); ok {
+		return &ValidationError{Field: prefix + "." + v.Field, Message: v.Message}
+	}
+	return err
 }
 
 // withDefaults fills what a caller may leave blank: the algorithm and the budget
@@ -78,7 +155,11 @@ type limitRow struct {
 }
 
 func (r limitRow) limits() Limits {
-	return Limits{RateAlgorithm: r.algorithm, RateLimit: deref(r.rate), RatePeriod: time.Duration(r.periodMS) * time.Millisecond,
+	period := time.Duration(r.periodMS) * time.Millisecond
+	if r.periodMS > math.MaxInt64/int64(time.Millisecond) {
+		period = -1 // a hand-edited row: refused by Policy, loudly, rather than wrapped into a short period
+	}
+	return Limits{RateAlgorithm: r.algorithm, RateLimit: deref(r.rate), RatePeriod: period,
 		RateBurst: deref(r.burst), Concurrency: deref(r.concurrency), TokensPerMinute: deref(r.tpm),
 		Budget: r.budget, BudgetPeriod: r.budgetPeriod}
 }
@@ -143,7 +224,7 @@ func (s *Store) ChangeMemberLimits(ctx context.Context, actor Actor, teamID, mem
 			return err
 		}
 		l = change(before).withDefaults()
-		if _, err := l.Policy(); err != nil {
+		if err := l.Validate(); err != nil {
 			return err
 		}
 		if _, err := s.q.MemberLimitUpsert(ctx, tx, db.MemberLimitUpsertParams{MemberID: memberID, TeamID: teamID,
@@ -184,7 +265,7 @@ func (s *Store) ChangeTeamLimits(ctx context.Context, actor Actor, teamID int64,
 			return mapErr(err)
 		}
 		l = change(teamLimitRow(before).limits()).withDefaults()
-		if _, err := l.Policy(); err != nil {
+		if err := l.Validate(); err != nil {
 			return err
 		}
 		if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: teamID, RateAlgorithm: l.RateAlgorithm,

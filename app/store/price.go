@@ -109,6 +109,10 @@ func (s *Store) Prices(ctx context.Context) ([]Price, error) {
 
 // Price returns one model's price, or ErrNotFound.
 func (s *Store) Price(ctx context.Context, model string) (Price, error) {
+	// Postgres refuses such bytes with an error of its own; the caller gets ours.
+	if err := CheckUTF8("model", "model", model); err != nil {
+		return Price{}, err
+	}
 	r, err := s.q.PriceGet(ctx, s.pool, model)
 	if err != nil {
 		return Price{}, fmt.Errorf("store: price of %s: %w", model, mapErr(err))

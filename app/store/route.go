@@ -411,7 +411,7 @@ func (s *Store) RemoveRouteTarget(ctx context.Context, actor Actor, teamID int64
 // (1 to 5, the first included) and which path health probes GET ("" for none).
 func (s *Store) SetRouteResilience(ctx context.Context, actor Actor, teamID int64, prefix string, maxAttempts int, healthPath string) (Route, error) {
 	if maxAttempts < 1 || maxAttempts > 5 {
-		return Route{}, invalid("attempts", "attempts must be from 1 to 5, not %d", maxAttempts)
+		return Route{}, invalid("max_attempts", "attempts must be from 1 to 5, not %d", maxAttempts)
 	}
 	if healthPath != "" && !healthPathPattern.MatchString(healthPath) {
 		return Route{}, invalid("health_path", "health path %q must start with / and hold only letters, digits and . _ ~ / -", healthPath)

@@ -11,8 +11,8 @@ import (
 // DEL, C1), the bidirectional-text controls that reorder the text after them,
 // and bytes that are not UTF-8. what names the field in the message.
 func checkText(field, what, s string) error {
-	if !utf8.ValidString(s) {
-		return invalid(field, "%s is not valid UTF-8", what)
+	if err := CheckUTF8(field, what, s); err != nil {
+		return err
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) || bidiControl(r) {
@@ -27,4 +27,15 @@ func checkText(field, what, s string) error {
 // marks (U+200E, U+200F, U+061C).
 func bidiControl(r rune) bool {
 	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// CheckUTF8 refuses s, the value of field, unless it is UTF-8: a surface that
+// reads input the store never sees as typed (the admin API's JSON decoder
+// turns such bytes into U+FFFD) refuses it with this, so every surface says
+// the same.
+func CheckUTF8(field, what, s string) error {
+	if !utf8.ValidString(s) {
+		return invalid(field, "%s is not valid UTF-8", what)
+	}
+	return nil
 }

@@ -58,10 +58,10 @@ func (t Tier) check() (Tier, error) {
 		return t, invalid("weight", "weight must be from 1 to %d, not %d", MaxTierWeight, t.Weight)
 	}
 	if t.AutoApprove < 0 || t.AutoApprove > MaxBudgetRequest {
-		return t, invalid("auto_approve", "auto-approve ceiling must be from $0 to $%s", FormatDollars(MaxBudgetRequest))
+		return t, invalid("auto_approve_micros", "auto-approve ceiling must be from $0 to $%s", FormatDollars(MaxBudgetRequest))
 	}
-	if _, err := t.Limits.Policy(); err != nil {
-		return t, err
+	if err := t.Limits.Validate(); err != nil {
+		return t, Within("limits", err)
 	}
 	return t, nil
 }
