@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tollgate/tollgate/app/db"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // ErrNotFound means the row does not exist or belongs to another team.
@@ -60,6 +61,8 @@ type Store struct {
 	q      *db.Queries
 	mirror Mirror
 	log    *slog.Logger
+	// outbound checks the endpoints owners save (route upstreams, issuers).
+	outbound *netguard.Guard
 }
 
 // Mirror is told of every revocation and cut-off right after it commits, so the
@@ -71,8 +74,19 @@ type Mirror interface {
 }
 
 // New returns a Store on pool.
+//
+// Until WithOutbound, saved endpoints are checked by a guard with no
+// allow-list: loopback and private upstreams are refused.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler)}
+	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler), outbound: netguard.New(netguard.Options{})}
+}
+
+// WithOutbound returns a Store that checks the endpoints owners save (route
+// upstreams and targets, OIDC issuers) with g, the guard the gateway dials through.
+func (s *Store) WithOutbound(g *netguard.Guard) *Store {
+	c := *s
+	c.outbound = g
+	return &c
 }
 
 // WithMirror returns a Store that mirrors revocations and cut-offs to m. A

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
@@ -32,7 +33,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	pool := dbtest.Pool(t, dbtest.Schema(t))
-	f := &fixture{st: store.New(pool), pool: pool}
+	f := &fixture{st: store.New(pool).WithOutbound(apptest.Outbound()), pool: pool}
 	f.team = must(f.st.CreateTeam(t.Context(), actor, "acme"))(t)
 	f.member = must(f.st.AddMember(t.Context(), actor, f.team.ID, "alice@example.com", store.RoleMember))(t)
 	return f
