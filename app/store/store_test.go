@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/apikey"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 const actor = store.Actor("member:1")
@@ -315,6 +317,41 @@ func TestTeamAndMemberValidation(t *testing.T) {
 	}
 }
 
+// TestRouteUpstreamOutboundGuard: without the deployment's guard a store
+// refuses loopback and private upstreams; with one, what OUTBOUND_ALLOW lists
+// is saved, and the gateway's own listeners are refused even when listed.
+func TestRouteUpstreamOutboundGuard(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	add := func(st *store.Store, upstream string) func() error {
+		return func() error {
+			_, err := st.AddRoute(ctx, actor, store.RouteSpec{TeamID: f.team.ID, Prefix: "/local", UpstreamURL: upstream, Dialect: "generic"})
+			return err
+		}
+	}
+	bare := store.New(f.pool)
+	for _, u := range []string{"http://127.0.0.1:8000", "http://10.0.0.5:8000", "http://localhost:8000"} {
+		f.refused(t, "Default"+strconv.Quote(u), "upstream", add(bare, u))
+		if err := add(bare, u)(); err == nil || !strings.Contains(err.Error(), "OUTBOUND_ALLOW") {
+			t.Errorf("%s: %v, want the refusal to name OUTBOUND_ALLOW", u, err)
+		}
+	}
+	allow, err := netguard.ParseAllow("10.0.0.0/8,127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := netguard.New(netguard.Options{Allow: allow})
+	guard.Register(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, &net.TCPAddr{IP: net.IPv4zero, Port: 9090})
+	allowed := store.New(f.pool).WithOutbound(guard)
+	for _, u := range []string{"http://127.0.0.1:8080", "http://127.0.0.1:9090/metrics", "http://localhost:9090"} {
+		f.refused(t, "Own"+strconv.Quote(u), "upstream", add(allowed, u))
+	}
+	if err := add(allowed, "http://10.0.0.5:8000")(); err != nil {
+		t.Fatalf("an allow-listed private upstream: %v", err)
+	}
+}
+
 func TestRouteValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -323,7 +360,7 @@ func TestRouteValidation(t *testing.T) {
 		return store.RouteSpec{TeamID: f.team.ID, Prefix: prefix, UpstreamURL: upstream, Dialect: "generic"}
 	}
 	withCred := func(header, env, format string) store.RouteSpec {
-		s := generic("/cred", "http://10.0.0.5:8080/v1")
+		s := generic("/cred", "http://127.0.0.1:8081/v1")
 		s.CredentialHeader, s.CredentialEnv, s.CredentialFormat = header, env, format
 		return s
 	}
@@ -338,7 +375,7 @@ func TestRouteValidation(t *testing.T) {
 	}{
 		{"GenericLoopback", generic("/local", "http://127.0.0.1:9999"), ""},
 		{"GenericIPv6Loopback", generic("/v6", "http://[::1]:8080/base"), ""},
-		{"NestedPrefix", generic("/team/x.y_z-1", "https://10.1.2.3"), ""},
+		{"NestedPrefix", generic("/team/x.y_z-1", "https://203.0.113.9"), ""},
 		{"NearReservedPrefix", generic("/consoles", "http://127.0.0.1"), ""},
 		{"CredentialCustom", withCred("X-Custom-Auth", "TOLLGATE_CREDENTIAL_GROQ", "Token {}"), ""},
 		{"CredentialEnvCloudToken", withCred("x-api-key", "AWS_SECRET_ACCESS_KEY", "{}"), "credential_env"},
@@ -375,7 +412,7 @@ func TestRouteValidation(t *testing.T) {
 		"http://[::ffff:a9fe:a9fe]/", "http://2852039166/", "http://0xa9fea9fe/", "http://0251.0376.0251.0376/",
 		"http://169.254.43518/", "http://169.254.169.254./", "http://[fd00:ec2::254]/", "http://100.100.100.200/",
 		"http://[fe80::1]/", "http://[fe80::1%25eth0]/", "http://0.0.0.0:8080", "http://[::]/", "http://0/",
-		"http://224.0.0.1/", "http://255.255.255.255/"} {
+		"http://224.0.0.1/", "http://255.255.255.255/", "http://10.1.2.3/", "http://[fd12::1]/", "http://100.64.0.1/"} {
 		f.refused(t, "Upstream"+strconv.Quote(u), "upstream", add(generic("/x", u)))
 	}
 	for _, tt := range tests {
