@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -25,12 +26,14 @@ import (
 	"github.com/tollgate/tollgate/app/metrics"
 	"github.com/tollgate/tollgate/app/observe"
 	"github.com/tollgate/tollgate/app/snapshot"
+	"github.com/tollgate/tollgate/app/sso"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/app/tracing"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/migrations"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/breaker"
+	"github.com/tollgate/tollgate/proxy/netguard"
 	"github.com/tollgate/tollgate/proxy/providerlimits"
 )
 
@@ -47,6 +50,7 @@ type App struct {
 	ledger    *ledger.Writer
 	live      *live.Stats  // the dashboard's live counters, summed over replicas through Redis
 	late      *lateCharges // nil without Redis
+	outbound  *netguard.Guard
 
 	closeLimiter func()
 
@@ -123,9 +127,12 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
+	// Every call made because an owner said so goes through one guard; Serve
+	// tells it the listeners, which no route may point at.
+	outbound := OutboundGuard(cfg)
 	// The console writes through the mirrored store, so a cut-off made there
 	// binds in admission at the next request.
-	st := store.New(pool).WithGrants(cfg.CredentialGrants).WithMirror(lim, log)
+	st := store.New(pool).WithGrants(cfg.CredentialGrants).WithMirror(lim, log).WithOutbound(outbound)
 	snaps, err := snapshot.New(ctx, st, pool, cfg.ConfigPollInterval, log)
 	if err != nil {
 		closeLimiter()
@@ -153,7 +160,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 			return nil, err
 		}
 	}
-	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, late: late, clock: lim.(periodClock), closeLimiter: closeLimiter,
+	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, late: late, clock: lim.(periodClock), closeLimiter: closeLimiter, outbound: outbound,
 		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
 	if redisLimiter != nil {
@@ -174,7 +181,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		}
 	}
 	transport, observers, gatewayLimiter := a.instrument(proxy.NewTransport(proxy.TransportOptions{FirstByteTimeout: offIsNegative(cfg.UpstreamFirstByteTimeout),
-		MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes}), lim)
+		MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes, Guard: outbound}), lim)
 	a.gateway = proxy.New(proxy.Options{
 		Snapshots:         snaps,
 		Getenv:            getenv,
@@ -206,11 +213,29 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	m.WatchSettles(a.gateway.SettleStats)
 	m.WatchProviderLimits(a.gateway.ProviderLimitStats)
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
-		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live})
+		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live, SSO: sso.Options{Outbound: outbound}})
 	a.api = api.New(api.Options{Store: st, Limiter: lim, Redis: redisLimiter, Logger: log, PublicURL: cfg.PublicURL,
 		KeyRotationGrace: cfg.KeyRotationGrace})
 	return a, nil
 }
+
+// OutboundGuard is the guard for cfg: OUTBOUND_ALLOW, and the configured
+// listen addresses as the gateway's own (Serve adds the listeners it is given).
+// The CLI checks what it saves with it as the gateway does.
+func OutboundGuard(cfg config.Config) *netguard.Guard {
+	g := netguard.New(netguard.Options{Allow: cfg.OutboundAllow})
+	for _, addr := range []string{cfg.ListenAddr, cfg.AdminAddr} {
+		host, port, err := net.SplitHostPort(addr)
+		if n, perr := strconv.Atoi(port); err == nil && perr == nil {
+			// A name is not resolved here: taken as every interface, which it is one of.
+			g.Register(&net.TCPAddr{IP: net.ParseIP(host), Port: n})
+		}
+	}
+	return g
+}
+
+// Outbound is the replica's outbound guard.
+func (a *App) Outbound() *netguard.Guard { return a.outbound }
 
 // Close sends the spans still buffered and releases the database pool and the
 // limiter's connections.
@@ -298,6 +323,10 @@ func (w *reloadingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter
 // waits up to ShutdownTimeout for in-flight requests; the admin listener
 // answers until they are done.
 func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
+	a.outbound.Register(ln.Addr())
+	if admin != nil {
+		a.outbound.Register(admin.Addr())
+	}
 	runCtx, stopSnapshots := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSnapshots()
 	go a.Snapshots.Run(runCtx)

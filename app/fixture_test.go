@@ -43,7 +43,7 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{dbURL: dbtest.Schema(t), redisPrefix: redistest.Prefix(t)}
-	f.st = store.New(dbtest.Pool(t, f.dbURL)).WithGrants(apptest.Grants(map[string]string{"TOLLGATE_CREDENTIAL_SECOND": ""}))
+	f.st = store.New(dbtest.Pool(t, f.dbURL)).WithOutbound(apptest.Outbound()).WithGrants(apptest.Grants(map[string]string{"TOLLGATE_CREDENTIAL_SECOND": ""}))
 	// OutputTokens above every max_tokens the tests send, so the request caps the length.
 	f.mock = mock.New(mock.Options{AnthropicKey: anthropicSecret, OpenAIKey: openaiSecret, OutputTokens: 100})
 	upstream := httptest.NewServer(f.mock)

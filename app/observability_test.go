@@ -50,7 +50,7 @@ func newObserved(t *testing.T) *observed {
 	t.Helper()
 	ctx := t.Context()
 	dbURL := dbtest.Schema(t)
-	o := &observed{st: store.New(dbtest.Pool(t, dbURL)).WithGrants(apptest.Grants(nil)), keys: map[string]string{}}
+	o := &observed{st: store.New(dbtest.Pool(t, dbURL)).WithOutbound(apptest.Outbound()).WithGrants(apptest.Grants(nil)), keys: map[string]string{}}
 	m := mock.New(mock.Options{AnthropicKey: anthropicSecret, OpenAIKey: openaiSecret, OutputTokens: 100})
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.mu.Lock()

@@ -35,7 +35,7 @@ func CheckSSO(ctx context.Context, cfg config.Config, getenv func(string) string
 	if err != nil {
 		return nil, []error{fmt.Errorf("single sign-on: the teams' methods could not be read: %w", err)}
 	}
-	client := sso.New(sso.Options{Timeout: ssoCheckTimeout})
+	client := sso.New(sso.Options{Timeout: ssoCheckTimeout, Outbound: OutboundGuard(cfg)})
 	var lines []string
 	var problems []error
 	for _, m := range methods {

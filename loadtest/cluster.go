@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/migrations"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // cluster is what a scenario runs against, all on loopback: its own database,
@@ -87,7 +89,7 @@ func newCluster(ctx context.Context, bin, baseDB, redisURL string) (*cluster, er
 	if err != nil {
 		return nil, err
 	}
-	c.Store = store.New(c.pool).WithGrants(grants)
+	c.Store = store.New(c.pool).WithGrants(grants).WithOutbound(netguard.New(netguard.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))
 	team, err := c.Store.CreateTeam(ctx, store.ActorCLI, "loadtest")
 	if err != nil {
 		return nil, err
@@ -181,7 +183,7 @@ func (c *cluster) startGatewayWith(ctx context.Context, name string, args []stri
 	}
 	env := []string{"DATABASE_URL=" + c.dbURL, "LISTEN_ADDR=127.0.0.1:" + port, "ANTHROPIC_API_KEY=" + c.credential,
 		"CREDENTIAL_GRANTS=" + mockGrants,
-		"LOG_LEVEL=error", "GATEWAY_REPLICAS=" + strconv.Itoa(n), "ADMIN_ADDR=127.0.0.1:" + adminPort,
+		"LOG_LEVEL=error", "OUTBOUND_ALLOW=127.0.0.0/8", "GATEWAY_REPLICAS=" + strconv.Itoa(n), "ADMIN_ADDR=127.0.0.1:" + adminPort,
 		// The scenarios measure what 5,000 streams from one member cost; the
 		// shedding bounds exist to refuse exactly that.
 		"MAX_IN_FLIGHT=0", "MEMBER_MAX_IN_FLIGHT=0"}

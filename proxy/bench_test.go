@@ -31,7 +31,8 @@ func BenchmarkGatewayHappyPath(b *testing.B) {
 	credentialed.CredentialHeader, credentialed.CredentialFormat = "x-api-key", "{}"
 	snap := NewSnapshot([]Team{{ID: 1}}, []Key{{ID: k.ID, TeamID: 1, MemberID: 1, SecretHash: k.SecretHash}},
 		[]Member{{ID: 1, TeamID: 1}}, []Route{benchRoute(u), credentialed}, nil, time.Now())
-	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "sk-bench-provider-credential" }}))
+	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "sk-bench-provider-credential" },
+		Transport: loopbackTransport()}))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	// The credentialed route also scrubs the answer for the injected key.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/proxy/netguard"
 	"github.com/tollgate/tollgate/proxy/providerlimits"
 	"github.com/tollgate/tollgate/proxy/usage"
 )
@@ -597,7 +598,7 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	case context.Cause(r.Context()) == errRequestCeiling:
 		t.failed = "request_timeout"
 		e = &Error{Kind: KindTimeout, Message: "the request exceeded the gateway's overall time limit (REQUEST_TIMEOUT)"}
-	case errors.Is(err, ErrForbiddenAddress):
+	case errors.Is(err, netguard.ErrForbidden):
 		t.failed = "forbidden_address"
 		e = &Error{Kind: KindUpstream, Message: "the route's upstream resolves to an address the gateway refuses to call"}
 	case errors.As(err, new(*unreadableBody)):

@@ -51,7 +51,8 @@ func TestOutcomeTellsTheOperatorWhatTheCallerIsNotTold(t *testing.T) {
 			{ID: 2, TeamID: 1, Prefix: "/meta", Targets: []Target{NewTarget(metadata, "")}, Dialect: DialectGeneric}},
 		nil, time.Now())
 	rec := &recorder{}
-	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "" }, Observers: []Observer{rec}}))
+	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "" }, Observers: []Observer{rec},
+		Transport: loopbackTransport()}))
 	defer srv.Close()
 
 	wrongSecret := "tg_" + live.ID + "_" + strings.Repeat("a", len(live.Plaintext)-len(live.ID)-4)

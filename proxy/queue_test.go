@@ -84,7 +84,7 @@ func newQueueGateway(t *testing.T, wait time.Duration) *queueGateway {
 			CredentialHeader: "x-api-key", CredentialFormat: "{}"}},
 		nil, time.Now())
 	srv := httptest.NewServer(New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "secret" },
-		Limiter: q.lim, QueueWait: wait, Observers: []Observer{q.obs}}))
+		Limiter: q.lim, QueueWait: wait, Observers: []Observer{q.obs}, Transport: loopbackTransport()}))
 	t.Cleanup(srv.Close)
 	// Before the servers close: a failed test must not leave requests held.
 	t.Cleanup(q.let)

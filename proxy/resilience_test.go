@@ -52,6 +52,9 @@ func newPoolGateway(t *testing.T, opts Options, edit func(*Route), upstreams ...
 	if opts.Getenv == nil {
 		opts.Getenv = func(string) string { return "" }
 	}
+	if opts.Transport == nil {
+		opts.Transport = loopbackTransport()
+	}
 	g := New(opts)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
@@ -374,7 +377,7 @@ func TestUpstreamFaults(t *testing.T) {
 		{name: "Refused", upstream: func(t *testing.T) (string, *faulty.Server) { return faulty.Refused(t), nil },
 			method: http.MethodPost, status: http.StatusBadGateway, body: "could not be reached", within: 2 * time.Second, failed: "unreachable"},
 		{name: "HangBeforeHeaders", upstream: func(t *testing.T) (string, *faulty.Server) { s := faulty.HangBeforeHeaders(t); return s.URL, s },
-			opts:   Options{Transport: NewTransport(TransportOptions{FirstByteTimeout: 300 * time.Millisecond})},
+			opts:   Options{Transport: NewTransport(TransportOptions{FirstByteTimeout: 300 * time.Millisecond, Guard: loopbackGuard()})},
 			method: http.MethodPost, status: http.StatusGatewayTimeout, body: "did not answer in time", within: 2 * time.Second, failed: "timeout"},
 		{name: "ResetMidStream", upstream: func(t *testing.T) (string, *faulty.Server) { s := faulty.ResetMidStream(t, 3); return s.URL, s },
 			method: http.MethodPost, body: "message_start", within: 2 * time.Second},

@@ -107,7 +107,7 @@ func newGatewayFor(t *testing.T, limits limiter.Policy) *paidGateway {
 		estimate.Table{"claude-test": price}, time.Now())
 	lim := &gatedLimiter{Limiter: limiter.NewRedis(redistest.Client(t), limiter.RedisOptions{Prefix: redistest.Prefix(t), Timeout: 5 * time.Second}),
 		open: make(chan struct{})}
-	g := New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "provider-secret" }, Limiter: lim,
+	g := New(Options{Snapshots: staticSource{snap}, Getenv: func(string) string { return "provider-secret" }, Limiter: lim, Transport: loopbackTransport(),
 		Rebuild: func(context.Context, int64) (limiter.TeamState, error) {
 			return limiter.TeamState{At: time.Now(), Members: map[string]map[limiter.Period]int64{"1": {limiter.PeriodTotal: 0}}}, nil
 		}})

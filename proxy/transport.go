@@ -3,11 +3,12 @@ package proxy
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // TransportOptions tune the upstream connection pool.
@@ -22,11 +23,14 @@ type TransportOptions struct {
 	// 64 KiB, where Go's is 10 MiB): past it the attempt fails and the caller
 	// gets 502 (responseHeaderTooLarge).
 	MaxResponseHeaderBytes int64
+	// Guard checks every connection's address (default netguard.New with no
+	// allow-list: loopback and private upstreams refused).
+	Guard *netguard.Guard
 }
 
 // NewTransport returns the upstream transport: pooled keep-alive connections, no
 // proxy from the environment (it would bypass the dial check), and every dial
-// checked against ForbiddenAddr.
+// checked by the guard after DNS.
 func NewTransport(o TransportOptions) *http.Transport {
 	if o.FirstByteTimeout == 0 {
 		o.FirstByteTimeout = 10 * time.Minute
@@ -38,9 +42,11 @@ func NewTransport(o TransportOptions) *http.Transport {
 	if o.MaxResponseHeaderBytes <= 0 {
 		o.MaxResponseHeaderBytes = 64 << 10
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl}
+	if o.Guard == nil {
+		o.Guard = netguard.New(netguard.Options{})
+	}
 	return &http.Transport{
-		DialContext:            dialer.DialContext,
+		DialContext:            o.Guard.Dialer().DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           4 * o.MaxIdleConnsPerHost,
 		MaxIdleConnsPerHost:    o.MaxIdleConnsPerHost,

@@ -19,7 +19,22 @@ import (
 	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/grant"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
+
+// LoopbackAllow is the OUTBOUND_ALLOW replicas get unless the test sets it:
+// the tests' httptest upstreams listen on loopback.
+const LoopbackAllow = "127.0.0.0/8,::1"
+
+// Outbound is the guard a replica builds from LoopbackAllow, for tests that
+// build a store or a console without one.
+func Outbound() *netguard.Guard {
+	allow, err := netguard.ParseAllow(LoopbackAllow)
+	if err != nil {
+		panic(err) // a constant
+	}
+	return netguard.New(netguard.Options{Allow: allow})
+}
 
 // Replica is one running gateway.
 type Replica struct {
@@ -68,11 +83,13 @@ func Start(t testing.TB, databaseURL string, env map[string]string, opts ...app.
 
 // boot builds a replica's app the way every starter here does: configuration
 // from env only (DRAIN_DELAY 0s and a ledger spool of its own unless env sets
-// them, so no replica replays another test's rows), logs captured in memory.
+// them, so no replica replays another test's rows; OUTBOUND_ALLOW loopback,
+// where the tests' upstreams listen), logs captured in memory.
 // The context it returns ends the replica's Serve when cancelled.
 func boot(t testing.TB, databaseURL string, env map[string]string, opts ...app.Option) (*app.App, *SyncBuffer, context.Context, context.CancelFunc) {
 	t.Helper()
-	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s", "LEDGER_SPOOL_DIR": t.TempDir()}
+	vars := map[string]string{"DATABASE_URL": databaseURL, "LOG_LEVEL": "debug", "DRAIN_DELAY": "0s", "LEDGER_SPOOL_DIR": t.TempDir(),
+		"OUTBOUND_ALLOW": LoopbackAllow}
 	for k, v := range env {
 		vars[k] = v
 	}

@@ -125,7 +125,8 @@ func (c *adminCmd) connect() error {
 		return err
 	}
 	c.pool = pool
-	c.st = store.New(pool).WithGrants(c.cfg.CredentialGrants)
+	// Checked as the gateway checks what it saves: OUTBOUND_ALLOW, its listeners and the credential grants.
+	c.st = store.New(pool).WithOutbound(app.OutboundGuard(c.cfg)).WithGrants(c.cfg.CredentialGrants)
 	if c.cfg.RedisURL != "" {
 		// Revocations and cut-offs made here bind on every replica at the next request.
 		log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

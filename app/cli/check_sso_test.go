@@ -8,6 +8,7 @@ import (
 
 	"github.com/oauth2-proxy/mockoidc"
 
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/cli"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/store"
@@ -25,7 +26,7 @@ func TestCheckConfigTriesSingleSignOn(t *testing.T) {
 	}
 	t.Cleanup(func() { provider.Shutdown() })
 	dbURL := dbtest.Schema(t)
-	st := store.New(dbtest.Pool(t, dbURL))
+	st := store.New(dbtest.Pool(t, dbURL)).WithOutbound(apptest.Outbound())
 	ctx := t.Context()
 	for team, issuer := range map[string]string{"good": provider.Issuer(), "wrong-secret": provider.Issuer(),
 		"no-secret": provider.Issuer(), "gone": "http://127.0.0.1:1/oidc"} {
@@ -39,7 +40,7 @@ func TestCheckConfigTriesSingleSignOn(t *testing.T) {
 		}
 	}
 	const wrong = "wrong-secret-PLANTED-90ad"
-	vars := map[string]string{"DATABASE_URL": dbURL,
+	vars := map[string]string{"DATABASE_URL": dbURL, "OUTBOUND_ALLOW": apptest.LoopbackAllow,
 		"TOLLGATE_SSO_GOOD_OIDC_SECRET":         provider.ClientSecret,
 		"TOLLGATE_SSO_WRONG_SECRET_OIDC_SECRET": wrong,
 		"TOLLGATE_SSO_GONE_OIDC_SECRET":         "irrelevant"}

@@ -35,7 +35,7 @@ func newTool(t *testing.T) *tool {
 	t.Helper()
 	// dev mode uses the local Redis when REDIS_URL is unset: keep this test's keys apart.
 	return &tool{t: t, vars: map[string]string{"DATABASE_URL": dbtest.Schema(t), "REDIS_KEY_PREFIX": redistest.Prefix(t),
-		"ADMIN_ADDR": "127.0.0.1:0", "DRAIN_DELAY": "0s"}}
+		"ADMIN_ADDR": "127.0.0.1:0", "DRAIN_DELAY": "0s", "OUTBOUND_ALLOW": "127.0.0.0/8"}}
 }
 
 func (c *tool) env(stdout, stderr *syncBuffer) cli.Env {

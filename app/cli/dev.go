@@ -5,13 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/tollgate/tollgate/app"
+	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/cmd/mockprovider/mock"
@@ -71,6 +74,13 @@ func dev(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log := newLogger(cfg, env.Stderr)
+	mockHost, _, _ := net.SplitHostPort(*mockAddr)
+	if *mockURL != "" {
+		if u, err := url.Parse(*mockURL); err == nil {
+			mockHost = u.Hostname()
+		}
+	}
+	allowMock(ctx, &cfg, mockHost, log)
 	getenv := env.Getenv
 	if *mockURL == "" {
 		getenv = func(name string) string {
@@ -113,8 +123,9 @@ func dev(ctx context.Context, args []string, env Env) error {
 		}
 	}
 	var plan []devRoute
+	mockClient := a.Outbound().Client(500 * time.Millisecond)
 	for _, preset := range devPresets {
-		r, err := planRoute(ctx, preset, routes, getenv(providerKeyEnv[preset]) != "", *mockURL == "", ownMock)
+		r, err := planRoute(ctx, mockClient, preset, routes, getenv(providerKeyEnv[preset]) != "", *mockURL == "", ownMock)
 		if err != nil {
 			return err
 		}
@@ -150,16 +161,16 @@ func dev(ctx context.Context, args []string, env Env) error {
 
 // planRoute decides where a preset goes on this run: the real provider when its
 // key is set; else the mock the route already points at if that mock still
-// answers (another make run's: re-pointing the shared route would break that
-// run); else this run's own mock.
-func planRoute(ctx context.Context, preset string, routes []store.Route, realKey, builtInMock bool, ownMock func() (string, error)) (devRoute, error) {
+// answers through client, the gateway's outbound guard (another make run's:
+// re-pointing the shared route would break that run); else this run's own mock.
+func planRoute(ctx context.Context, client *http.Client, preset string, routes []store.Route, realKey, builtInMock bool, ownMock func() (string, error)) (devRoute, error) {
 	if realKey {
 		return devRoute{preset: preset}, nil
 	}
 	if builtInMock {
 		prefix := store.Presets[preset].Prefix
 		for _, r := range routes {
-			if r.Prefix == prefix && r.CredentialEnv == mockCredentialEnv && mockAnswers(ctx, r.UpstreamURL) {
+			if r.Prefix == prefix && r.CredentialEnv == mockCredentialEnv && mockAnswers(ctx, client, r.UpstreamURL) {
 				return devRoute{preset: preset, upstream: r.UpstreamURL, borrowed: true}, nil
 			}
 		}
@@ -169,7 +180,7 @@ func planRoute(ctx context.Context, preset string, routes []store.Route, realKey
 }
 
 // mockAnswers says whether a built-in mock with devMockKey serves at url.
-func mockAnswers(ctx context.Context, url string) bool {
+func mockAnswers(ctx context.Context, client *http.Client, url string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/v1/models", nil)
@@ -177,12 +188,30 @@ func mockAnswers(ctx context.Context, url string) bool {
 		return false
 	}
 	req.Header.Set("x-api-key", devMockKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// allowMock adds the mock provider's addresses to OUTBOUND_ALLOW: it listens
+// on loopback (under docker compose, a private address), which the gateway
+// otherwise refuses to call.
+func allowMock(ctx context.Context, cfg *config.Config, host string, log *slog.Logger) {
+	if host == "" {
+		return
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		log.Warn("the mock provider's host does not resolve; the gateway may refuse to call it", "host", host, "err", err)
+		return
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		cfg.OutboundAllow = append(cfg.OutboundAllow, netip.PrefixFrom(a, a.BitLen()))
+	}
 }
 
 // withoutDrainDelay makes Ctrl-C stop make run at once: no load balancer

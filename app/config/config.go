@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/app/grant"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // Config is every setting of a gateway process.
@@ -163,6 +165,11 @@ type Config struct {
 	// public listener stops taking requests, so load balancers stop sending them
 	// first. DRAIN_DELAY, default 5s.
 	DrainDelay time.Duration
+	// OutboundAllow lists the loopback and private addresses (CIDR prefixes)
+	// that owner-supplied endpoints may reach: route upstreams, health probes,
+	// sign-in providers. Link-local, metadata and the gateway's own listeners
+	// stay refused whatever it says. OUTBOUND_ALLOW, default none.
+	OutboundAllow []netip.Prefix
 	// LogSampleEvery logs one request line in N; refusals and errors are always
 	// logged. LOG_SAMPLE_EVERY, default 1 (every request).
 	LogSampleEvery int
@@ -232,6 +239,13 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	p.loadRedis(&c)
 	p.loadObservability(&c)
+	if v := p.str("OUTBOUND_ALLOW", ""); v != "" {
+		allow, err := netguard.ParseAllow(v)
+		if err != nil {
+			p.fail("OUTBOUND_ALLOW", "must be comma-separated IP addresses or CIDR prefixes such as 127.0.0.1/32,10.0.0.0/8: %v", err)
+		}
+		c.OutboundAllow = allow
+	}
 	if c.FairQueueWait > time.Minute {
 		p.fail("FAIR_QUEUE_WAIT", "must be at most 1m (0 turns the waiting room off), not %s", c.FairQueueWait)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"os"
@@ -153,6 +154,12 @@ func TestLoadValues(t *testing.T) {
 			func(c config.Config) bool { return !c.ProviderRateLimits && c.ProviderLimitWait == 0 }},
 		{"ProviderLimitWait", map[string]string{"PROVIDER_LIMIT_WAIT": "500ms"},
 			func(c config.Config) bool { return c.ProviderRateLimits && c.ProviderLimitWait == 500*time.Millisecond }},
+		{"OutboundAllow", map[string]string{"OUTBOUND_ALLOW": "127.0.0.1/32, 10.0.0.0/8,fd00::1"},
+			func(c config.Config) bool {
+				return fmt.Sprint(c.OutboundAllow) == "[127.0.0.1/32 10.0.0.0/8 fd00::1/128]"
+			}},
+		{"OutboundAllowNone", map[string]string{},
+			func(c config.Config) bool { return c.OutboundAllow == nil }},
 		{"LogLevelDebug", map[string]string{"LOG_LEVEL": "debug"},
 			func(c config.Config) bool { return c.LogLevel == slog.LevelDebug }},
 		{"LogLevelUpperCaseError", map[string]string{"LOG_LEVEL": "ERROR"},
@@ -237,6 +244,8 @@ func TestLoadBadValue(t *testing.T) {
 		{"MAX_REQUEST_BODY_BYTES", "8MB", `MAX_REQUEST_BODY_BYTES must be 0 (off) or a whole number of at least 1024, not "8MB"`},
 		{"MAX_INFLATED_BODY_BYTES", "512", `MAX_INFLATED_BODY_BYTES must be 0 (off) or a whole number of at least 1024, not "512"`},
 		{"MAX_REQUEST_HEADER_BYTES", "-4096", `MAX_REQUEST_HEADER_BYTES must be a whole number of at least 4096, not "-4096"`},
+		{"OUTBOUND_ALLOW", "10.0.0.0/8,intranet", `OUTBOUND_ALLOW must be comma-separated IP addresses or CIDR prefixes such as 127.0.0.1/32,10.0.0.0/8: "intranet" is not an IP address or CIDR prefix such as 10.0.0.0/8`},
+		{"OUTBOUND_ALLOW", "169.254.0.0/16", `OUTBOUND_ALLOW must be comma-separated IP addresses or CIDR prefixes such as 127.0.0.1/32,10.0.0.0/8: "169.254.0.0/16" starts in link-local, metadata, unspecified or multicast space, which the gateway never calls; list private ranges such as 10.0.0.0/8 instead`},
 		{"MAX_REQUEST_HEADER_BYTES", "1.5", `MAX_REQUEST_HEADER_BYTES must be a whole number of at least 4096, not "1.5"`},
 	}
 	for _, tt := range tests {

@@ -49,7 +49,8 @@ func newTLSEnv(t *testing.T, opts ...option) *env { return startEnv(t, true, opt
 func startEnv(t *testing.T, tls bool, opts ...option) *env {
 	t.Helper()
 	e := &env{t: t, pool: dbtest.Pool(t, dbtest.Schema(t)), logs: &apptest.SyncBuffer{}}
-	e.st = store.New(e.pool).WithGrants(apptest.Grants(map[string]string{"TOLLGATE_CREDENTIAL_EU": "", "TOLLGATE_CREDENTIAL_SECOND": ""}))
+	guard := apptest.Outbound()
+	e.st = store.New(e.pool).WithOutbound(guard).WithGrants(apptest.Grants(map[string]string{"TOLLGATE_CREDENTIAL_EU": "", "TOLLGATE_CREDENTIAL_SECOND": ""}))
 	e.srv = httptest.NewUnstartedServer(nil)
 	scheme := "http://"
 	if tls {
@@ -67,6 +68,9 @@ func startEnv(t *testing.T, tls bool, opts ...option) *env {
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.SSO.Outbound == nil {
+		o.SSO.Outbound = guard
 	}
 	e.console = console.New(o)
 	e.router = chi.NewRouter()

@@ -14,11 +14,14 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // Kinds of sign-in method.
@@ -50,13 +53,18 @@ type Options struct {
 	GitHub GitHub
 	// Timeout bounds each call to a provider; default 10s.
 	Timeout time.Duration
+	// Outbound checks every address a call connects to, redirects included
+	// (default: a guard with no allow-list, which refuses loopback and private
+	// addresses).
+	Outbound *netguard.Guard
 }
 
 // Client runs sign-in flows. It keeps each issuer's discovery document and
 // signing keys for a while, so a sign-in costs one token request.
 type Client struct {
-	http   *http.Client
-	github GitHub
+	http     *http.Client
+	outbound *netguard.Guard
+	github   GitHub
 
 	mu        sync.Mutex
 	providers map[string]cachedProvider
@@ -72,8 +80,12 @@ const providerTTL = 10 * time.Minute
 
 // New returns a Client.
 func New(o Options) *Client {
+	if o.Outbound == nil {
+		o.Outbound = netguard.New(netguard.Options{})
+	}
 	return &Client{
-		http: &http.Client{Timeout: cmp.Or(o.Timeout, 10*time.Second)},
+		http:     o.Outbound.Client(cmp.Or(o.Timeout, 10*time.Second)),
+		outbound: o.Outbound,
 		github: GitHub{
 			WebURL: cmp.Or(o.GitHub.WebURL, "https://github.com"),
 			APIURL: cmp.Or(o.GitHub.APIURL, "https://api.github.com"),
@@ -253,11 +265,28 @@ func (c *Client) provider(ctx context.Context, issuer string) (*oidc.Provider, e
 	if ok && time.Now().Before(cached.until) {
 		return cached.provider, nil
 	}
+	// Checked here too, not only at the dial, for an error that says why.
+	if _, err := c.outbound.CheckURL(ctx, issuer); err != nil {
+		return nil, &ProviderError{Problem: fmt.Sprintf("the issuer %s is refused: %v", issuer, err)}
+	}
 	// The provider keeps this context's HTTP client (not its deadline) for
 	// fetching signing keys later.
 	p, err := oidc.NewProvider(c.clientContext(ctx), issuer)
 	if err != nil {
 		return nil, &ProviderError{Problem: fmt.Sprintf("the issuer %s does not serve a usable OpenID configuration: %s", issuer, discoveryProblem(err))}
+	}
+	// The discovery document is the issuer's word, not the owner's: the
+	// endpoints the gateway will call are held to the same guard.
+	var doc struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&doc); err != nil {
+		return nil, &ProviderError{Problem: fmt.Sprintf("the issuer %s does not serve a usable OpenID configuration", issuer)}
+	}
+	for _, ep := range []struct{ name, url string }{{"token_endpoint", p.Endpoint().TokenURL}, {"jwks_uri", doc.JWKSURI}} {
+		if _, err := c.outbound.CheckURL(ctx, ep.url); err != nil {
+			return nil, &ProviderError{Problem: fmt.Sprintf("the issuer %s names a %s the gateway refuses to call: %s", issuer, ep.name, endpointProblem(err))}
+		}
 	}
 	c.mu.Lock()
 	c.providers[issuer] = cachedProvider{provider: p, until: time.Now().Add(providerTTL)}
@@ -280,6 +309,10 @@ func exchangeError(err error) error {
 	}
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
+		if _, ok := errors.AsType[*url.Error](err); !ok {
+			// oauth2 quotes what it could not parse of the answer.
+			return &ProviderError{Problem: "the provider's token endpoint answered with something other than a token response"}
+		}
 		return &ProviderError{Problem: "the provider's token endpoint does not answer: " + transportProblem(err)}
 	}
 	switch {
@@ -320,12 +353,35 @@ func transportProblem(err error) string {
 	return err.Error()
 }
 
+// discoveryProblem names why discovery failed without quoting the answer:
+// go-oidc's errors carry the body of a failed fetch, the Content-Type, and the
+// issuer the document names, all the endpoint's words.
 func discoveryProblem(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return transportProblem(err)
 	}
-	return brief(err.Error())
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "did not match the issuer URL returned by provider"):
+		return "its discovery document names another issuer"
+	case strings.Contains(msg, "failed to decode provider discovery object"):
+		return "its discovery document is not JSON"
+	case len(msg) > 4 && msg[3] == ' ' && strings.Trim(msg[:3], "0123456789") == "":
+		// "404 Not Found: <body>": only the status code is ours to repeat.
+		return "its discovery document answered HTTP " + msg[:3]
+	default:
+		return "its discovery document could not be read"
+	}
+}
+
+// endpointProblem names why the guard refused an endpoint a discovery
+// document named: the address and the reason, never the URL's path or query.
+func endpointProblem(err error) string {
+	if re, ok := errors.AsType[*netguard.RefusedError](err); ok {
+		return re.Error()
+	}
+	return "it is not a usable http(s) URL"
 }
 
 // brief cuts a message that may quote a whole error page (go-oidc quotes the
@@ -346,6 +402,9 @@ func idTokenProblem(err error) string {
 		return "it has expired (is this server's clock right?)"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "the issuer's signing keys could not be fetched in time"
+	case strings.Contains(err.Error(), "fetching keys"):
+		// go-oidc quotes the key endpoint's answer, which is not ours to show.
+		return "the issuer's signing keys could not be fetched"
 	default:
 		return brief(err.Error())
 	}

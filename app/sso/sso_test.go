@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/sso"
 )
 
@@ -37,7 +38,7 @@ func TestProbeBlamesOnlyTheClient(t *testing.T) {
 		w.WriteHeader(http.StatusBadRequest)
 		json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": "you sent PLANTED-secret"})
 	})
-	client := sso.New(sso.Options{})
+	client := sso.New(sso.Options{Outbound: apptest.Outbound()})
 	cfg := sso.Config{Kind: sso.KindOIDC, IssuerURL: srv.URL, ClientID: "id", ClientSecret: "PLANTED-secret", RedirectURL: "http://gw/cb"}
 	for _, tc := range []struct {
 		answer string

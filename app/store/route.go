@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate/tollgate/app/db"
 	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/proxy"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // Route maps a team's path prefix to an upstream.
@@ -104,7 +105,7 @@ func (spec RouteSpec) withPreset() (RouteSpec, error) {
 	return spec, nil
 }
 
-func (spec RouteSpec) validate(ctx context.Context) error {
+func (spec RouteSpec) validate(ctx context.Context, outbound *netguard.Guard) error {
 	for _, f := range []struct{ field, what, value string }{{"prefix", "prefix", spec.Prefix},
 		{"upstream", "upstream URL", spec.UpstreamURL}, {"format", "credential format", spec.CredentialFormat}} {
 		if err := checkText(f.field, f.what, f.value); err != nil {
@@ -119,7 +120,7 @@ func (spec RouteSpec) validate(ctx context.Context) error {
 			return invalid("prefix", "prefix %s is reserved for the gateway", r)
 		}
 	}
-	if _, err := proxy.ValidateUpstream(ctx, spec.UpstreamURL); err != nil {
+	if _, err := proxy.ValidateUpstream(ctx, outbound, spec.UpstreamURL); err != nil {
 		return invalid("upstream", "%v", err)
 	}
 	switch spec.Dialect {
@@ -148,7 +149,7 @@ func (spec RouteSpec) validate(ctx context.Context) error {
 }
 
 // complete fills a spec from its preset and defaults, then checks it.
-func (spec RouteSpec) complete(ctx context.Context) (RouteSpec, error) {
+func (spec RouteSpec) complete(ctx context.Context, outbound *netguard.Guard) (RouteSpec, error) {
 	spec, err := spec.withPreset()
 	if err != nil {
 		return spec, err
@@ -159,13 +160,13 @@ func (spec RouteSpec) complete(ctx context.Context) (RouteSpec, error) {
 	if spec.FailMode == "" {
 		spec.FailMode = "closed"
 	}
-	return spec, spec.validate(ctx)
+	return spec, spec.validate(ctx, outbound)
 }
 
-// AddRoute creates a route after checking it, including that its upstream is not
-// a link-local or metadata address.
+// AddRoute creates a route after checking it, including that the outbound guard
+// would let the gateway call its upstream.
 func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Route, error) {
-	spec, err := spec.complete(ctx)
+	spec, err := spec.complete(ctx, s.outbound)
 	if err != nil {
 		return Route{}, err
 	}
@@ -191,7 +192,7 @@ func (s *Store) AddRoute(ctx context.Context, actor Actor, spec RouteSpec) (Rout
 
 // UpdateRoute replaces a route's settings with spec, checked as AddRoute checks them.
 func (s *Store) UpdateRoute(ctx context.Context, actor Actor, routeID int64, spec RouteSpec) (Route, error) {
-	spec, err := spec.complete(ctx)
+	spec, err := spec.complete(ctx, s.outbound)
 	if err != nil {
 		return Route{}, err
 	}
@@ -336,7 +337,7 @@ func (s *Store) AddRouteTarget(ctx context.Context, actor Actor, teamID int64, p
 	if err := checkText("upstream", "upstream URL", target.UpstreamURL); err != nil {
 		return err
 	}
-	if _, err := proxy.ValidateUpstream(ctx, target.UpstreamURL); err != nil {
+	if _, err := proxy.ValidateUpstream(ctx, s.outbound, target.UpstreamURL); err != nil {
 		return invalid("upstream", "%v", err)
 	}
 	if target.CredentialEnv != "" && !proxy.CredentialEnvAllowed(target.CredentialEnv) {

@@ -154,6 +154,11 @@ func (s *Store) SetSSOMethod(ctx context.Context, actor Actor, m SSOMethod) (SSO
 	if err != nil {
 		return SSOMethod{}, err
 	}
+	if m.Kind == SignInOIDC {
+		if _, err := s.outbound.CheckURL(ctx, m.IssuerURL); err != nil {
+			return SSOMethod{}, invalid("issuer_url", "issuer %v", err)
+		}
+	}
 	var saved SSOMethod
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		team, err := s.q.TeamLock(ctx, tx, m.TeamID)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/db"
 	"github.com/tollgate/tollgate/app/grant"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // ErrNotFound means the row does not exist or belongs to another team.
@@ -62,6 +63,8 @@ type Store struct {
 	mirror Mirror
 	log    *slog.Logger
 	grants grant.Table
+	// outbound checks the endpoints owners save (route upstreams, issuers).
+	outbound *netguard.Guard
 }
 
 // Mirror is told of every revocation and cut-off right after it commits, so the
@@ -73,8 +76,20 @@ type Mirror interface {
 }
 
 // New returns a Store on pool.
+//
+// Until WithOutbound, saved endpoints are checked by a guard with no
+// allow-list: loopback and private upstreams are refused.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler), grants: grant.Default()}
+	return &Store{pool: pool, q: db.New(), log: slog.New(slog.DiscardHandler), outbound: netguard.New(netguard.Options{}),
+		grants: grant.Default()}
+}
+
+// WithOutbound returns a Store that checks the endpoints owners save (route
+// upstreams and targets, OIDC issuers) with g, the guard the gateway dials through.
+func (s *Store) WithOutbound(g *netguard.Guard) *Store {
+	c := *s
+	c.outbound = g
+	return &c
 }
 
 // WithGrants returns a Store that holds routes to the deployment's credential

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -13,11 +14,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/dbtest"
 	"github.com/tollgate/tollgate/app/grant"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/proxy"
 	"github.com/tollgate/tollgate/proxy/apikey"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 const actor = store.Actor("member:1")
@@ -33,7 +36,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	pool := dbtest.Pool(t, dbtest.Schema(t))
-	f := &fixture{st: store.New(pool).WithGrants(testGrants), pool: pool}
+	f := &fixture{st: store.New(pool).WithOutbound(apptest.Outbound()).WithGrants(testGrants), pool: pool}
 	f.team = must(f.st.CreateTeam(t.Context(), actor, "acme"))(t)
 	f.member = must(f.st.AddMember(t.Context(), actor, f.team.ID, "alice@example.com", store.RoleMember))(t)
 	return f
@@ -43,7 +46,7 @@ func setup(t *testing.T) *fixture {
 // upstreams they write.
 var testGrants = func() grant.Table {
 	t, err := grant.Parse("ANTHROPIC_API_KEY: hosts=api.anthropic.com,127.0.0.1; OPENAI_API_KEY: hosts=api.openai.com,127.0.0.1;" +
-		"TOLLGATE_CREDENTIAL_GROQ: hosts=10.0.0.5; TOLLGATE_CREDENTIAL_X: hosts=10.0.0.5; TOLLGATE_CREDENTIAL_SECOND: hosts=127.0.0.1")
+		"TOLLGATE_CREDENTIAL_GROQ: hosts=10.0.0.5,127.0.0.1; TOLLGATE_CREDENTIAL_X: hosts=10.0.0.5,127.0.0.1; TOLLGATE_CREDENTIAL_SECOND: hosts=127.0.0.1")
 	if err != nil {
 		panic(err)
 	}
@@ -326,6 +329,41 @@ func TestTeamAndMemberValidation(t *testing.T) {
 	}
 }
 
+// TestRouteUpstreamOutboundGuard: without the deployment's guard a store
+// refuses loopback and private upstreams; with one, what OUTBOUND_ALLOW lists
+// is saved, and the gateway's own listeners are refused even when listed.
+func TestRouteUpstreamOutboundGuard(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	add := func(st *store.Store, upstream string) func() error {
+		return func() error {
+			_, err := st.AddRoute(ctx, actor, store.RouteSpec{TeamID: f.team.ID, Prefix: "/local", UpstreamURL: upstream, Dialect: "generic"})
+			return err
+		}
+	}
+	bare := store.New(f.pool)
+	for _, u := range []string{"http://127.0.0.1:8000", "http://10.0.0.5:8000", "http://localhost:8000"} {
+		f.refused(t, "Default"+strconv.Quote(u), "upstream", add(bare, u))
+		if err := add(bare, u)(); err == nil || !strings.Contains(err.Error(), "OUTBOUND_ALLOW") {
+			t.Errorf("%s: %v, want the refusal to name OUTBOUND_ALLOW", u, err)
+		}
+	}
+	allow, err := netguard.ParseAllow("10.0.0.0/8,127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := netguard.New(netguard.Options{Allow: allow})
+	guard.Register(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, &net.TCPAddr{IP: net.IPv4zero, Port: 9090})
+	allowed := store.New(f.pool).WithOutbound(guard)
+	for _, u := range []string{"http://127.0.0.1:8080", "http://127.0.0.1:9090/metrics", "http://localhost:9090"} {
+		f.refused(t, "Own"+strconv.Quote(u), "upstream", add(allowed, u))
+	}
+	if err := add(allowed, "http://10.0.0.5:8000")(); err != nil {
+		t.Fatalf("an allow-listed private upstream: %v", err)
+	}
+}
+
 func TestRouteValidation(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -334,7 +372,7 @@ func TestRouteValidation(t *testing.T) {
 		return store.RouteSpec{TeamID: f.team.ID, Prefix: prefix, UpstreamURL: upstream, Dialect: "generic"}
 	}
 	withCred := func(header, env, format string) store.RouteSpec {
-		s := generic("/cred", "http://10.0.0.5:8080/v1")
+		s := generic("/cred", "http://127.0.0.1:8081/v1")
 		s.CredentialHeader, s.CredentialEnv, s.CredentialFormat = header, env, format
 		return s
 	}
@@ -349,7 +387,7 @@ func TestRouteValidation(t *testing.T) {
 	}{
 		{"GenericLoopback", generic("/local", "http://127.0.0.1:9999"), ""},
 		{"GenericIPv6Loopback", generic("/v6", "http://[::1]:8080/base"), ""},
-		{"NestedPrefix", generic("/team/x.y_z-1", "https://10.1.2.3"), ""},
+		{"NestedPrefix", generic("/team/x.y_z-1", "https://203.0.113.9"), ""},
 		{"NearReservedPrefix", generic("/consoles", "http://127.0.0.1"), ""},
 		{"CredentialCustom", withCred("X-Custom-Auth", "TOLLGATE_CREDENTIAL_GROQ", "Token {}"), ""},
 		{"CredentialEnvCloudToken", withCred("x-api-key", "AWS_SECRET_ACCESS_KEY", "{}"), "credential_env"},
@@ -386,7 +424,7 @@ func TestRouteValidation(t *testing.T) {
 		"http://[::ffff:a9fe:a9fe]/", "http://2852039166/", "http://0xa9fea9fe/", "http://0251.0376.0251.0376/",
 		"http://169.254.43518/", "http://169.254.169.254./", "http://[fd00:ec2::254]/", "http://100.100.100.200/",
 		"http://[fe80::1]/", "http://[fe80::1%25eth0]/", "http://0.0.0.0:8080", "http://[::]/", "http://0/",
-		"http://224.0.0.1/", "http://255.255.255.255/"} {
+		"http://224.0.0.1/", "http://255.255.255.255/", "http://10.1.2.3/", "http://[fd12::1]/", "http://100.64.0.1/"} {
 		f.refused(t, "Upstream"+strconv.Quote(u), "upstream", add(generic("/x", u)))
 	}
 	for _, tt := range tests {

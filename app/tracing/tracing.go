@@ -35,6 +35,7 @@ import (
 	"github.com/tollgate/tollgate/app/metrics"
 	"github.com/tollgate/tollgate/limiter"
 	"github.com/tollgate/tollgate/proxy"
+	"github.com/tollgate/tollgate/proxy/netguard"
 )
 
 // Tracer makes the gateway's spans.
@@ -187,7 +188,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func errorKind(err error) string {
 	var netErr net.Error
 	switch {
-	case errors.Is(err, proxy.ErrForbiddenAddress):
+	case errors.Is(err, netguard.ErrForbidden):
 		return "forbidden_address"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "timeout"
