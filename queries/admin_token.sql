@@ -1,16 +1,24 @@
 -- name: AdminTokenCreate :one
-INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at, created_by)
-VALUES (@id, @team_id, @name, @role, @secret_hash, @expires_at, @created_by)
+INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at, created_by, owner_kind, member_id)
+VALUES (@id, @team_id, @name, @role, @secret_hash, @expires_at, @created_by, @owner_kind, sqlc.narg('member_id'))
 RETURNING *;
 
 -- name: AdminTokenGet :one
 SELECT * FROM admin_token WHERE id = @id;
 
+-- name: AdminTokenGetWithOwner :one
+-- A token with the standing of the person it belongs to (NULL for the
+-- deployment's): what authentication decides on, read fresh per request.
+SELECT sqlc.embed(admin_token), m.email AS owner_email, m.role AS owner_role, m.status AS owner_status
+FROM admin_token LEFT JOIN member m ON m.team_id = admin_token.team_id AND m.id = admin_token.member_id
+WHERE admin_token.id = @id;
+
 -- name: AdminTokenList :many
--- A team's tokens, or (team_id NULL) the deployment's.
-SELECT * FROM admin_token
-WHERE team_id IS NOT DISTINCT FROM sqlc.narg('team_id')::bigint
-ORDER BY created_at, id;
+-- A team's tokens, or (team_id NULL) the deployment's, with their owners' emails.
+SELECT sqlc.embed(admin_token), m.email AS owner_email
+FROM admin_token LEFT JOIN member m ON m.team_id = admin_token.team_id AND m.id = admin_token.member_id
+WHERE admin_token.team_id IS NOT DISTINCT FROM sqlc.narg('team_id')::bigint
+ORDER BY admin_token.created_at, admin_token.id;
 
 -- name: AdminTokenRevoke :one
 UPDATE admin_token SET revoked_at = now()

@@ -20,7 +20,19 @@ SELECT * FROM member WHERE team_id = @team_id AND email = @email FOR UPDATE;
 SELECT * FROM member WHERE team_id = @team_id ORDER BY id;
 
 -- name: MemberSetStatus :one
-UPDATE member SET status = @status WHERE team_id = @team_id AND id = @id RETURNING *;
+-- A change of status moves the session epoch on: every console session the
+-- member had ends, whichever way the status went.
+UPDATE member SET status = @status, session_epoch = session_epoch + (status <> @status)::int
+WHERE team_id = @team_id AND id = @id RETURNING *;
+
+-- name: MemberSetRole :one
+UPDATE member SET role = @role WHERE team_id = @team_id AND id = @id RETURNING *;
+
+-- name: MemberLockActiveOwners :many
+-- Locks a team's active owners, in id order: changes that could leave the team
+-- without one (a cut-off, a demotion) serialise here, so two owners cutting
+-- each other off at once cannot both succeed.
+SELECT id FROM member WHERE team_id = @team_id AND role = 'owner' AND status = 'active' ORDER BY id FOR UPDATE;
 
 -- name: MemberListAll :many
 -- For the config snapshot.

@@ -19,6 +19,9 @@ type AdminTokens struct {
 // AdminTokenRow is one token, never its secret.
 type AdminTokenRow struct {
 	ID, Name, Role, State, ExpiresAt, LastUsed, CreatedBy string
+	// Owner is whom the token belongs to: a member's email, "the deployment"
+	// (made by the operator's CLI) or "no one (revoked)".
+	Owner string
 	// RevokeURL is empty once the token no longer works.
 	RevokeURL string
 }

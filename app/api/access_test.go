@@ -30,6 +30,8 @@ var operations = map[string]operationCase{
 	"GET /api/v1/members/{id}":                  {access: api.AccessRead},
 	"POST /api/v1/members/{id}/cut-off":         {access: api.AccessOwner},
 	"POST /api/v1/members/{id}/restore":         {access: api.AccessOwner},
+	"PUT /api/v1/members/{id}/role":             {access: api.AccessOwner, body: map[string]any{"role": "owner"}},
+	"GET /api/v1/tokens":                        {access: api.AccessRead},
 	"GET /api/v1/members/{id}/limits":           {access: api.AccessRead},
 	"PUT /api/v1/members/{id}/limits":           {access: api.AccessOwner, body: map[string]any{"rate_limit": 10, "budget_micros": 5_000_000}},
 	"POST /api/v1/members/{id}/keys":            {access: api.AccessOwner, body: map[string]any{"name": "ci"}},

@@ -218,6 +218,7 @@ func actorOf(ctx context.Context) store.Actor { return principalFrom(ctx).token.
 func (a *API) register(h huma.API) {
 	a.registerMembers(h)
 	a.registerKeys(h)
+	a.registerTokens(h)
 	a.registerRoutes(h)
 	a.registerLimits(h)
 	a.registerTiers(h)

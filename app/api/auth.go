@@ -49,7 +49,8 @@ func (a *API) authorize() func(huma.Context, func(huma.Context)) {
 		var tokenErr *store.TokenError
 		if errors.As(err, &tokenErr) {
 			outcome := "refused_invalid"
-			if tokenErr.Fault == "revoked" || tokenErr.Fault == "expired" {
+			switch tokenErr.Fault {
+			case "revoked", "expired", "owner_cut_off", "owner_not_owner", "unattributed":
 				outcome = "refused_" + tokenErr.Fault
 			}
 			attrs := []slog.Attr{slog.String("credential_fault", tokenErr.Fault), slog.String("address", address)}

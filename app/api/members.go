@@ -82,10 +82,12 @@ func (a *API) registerMembers(h huma.API) {
 			return &memberOut{Body: m}, nil
 		})
 	for _, s := range []struct{ id, path, status, summary string }{
-		{"cutOffMember", "/members/{id}/cut-off", store.StatusDisabled, "Cut a member off: their keys are refused at the next request"},
-		{"restoreMember", "/members/{id}/restore", store.StatusActive, "Restore a member who was cut off"},
+		{"cutOffMember", "/members/{id}/cut-off", store.StatusDisabled,
+			"Cut a member off: their keys, admin tokens and console sessions are refused at the next request (not yourself, not the last active owner)"},
+		{"restoreMember", "/members/{id}/restore", store.StatusActive,
+			"Restore a member who was cut off (not yourself); they sign in to the console again"},
 	} {
-		huma.Register(h, operation(s.id, http.MethodPost, s.path, AccessOwner, 200, s.summary, 404),
+		huma.Register(h, operation(s.id, http.MethodPost, s.path, AccessOwner, 200, s.summary, 404, 409),
 			func(ctx context.Context, in *MemberPath) (*memberOut, error) {
 				m, err := a.st.SetMemberStatus(ctx, actorOf(ctx), teamOf(ctx), in.ID, s.status)
 				if err != nil {
@@ -94,6 +96,20 @@ func (a *API) registerMembers(h huma.API) {
 				return &memberOut{Body: m}, nil
 			})
 	}
+	huma.Register(h, operation("setMemberRole", http.MethodPut, "/members/{id}/role", AccessOwner, 200,
+		"Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop", 404, 409, 422),
+		func(ctx context.Context, in *struct {
+			MemberPath
+			Body struct {
+				Role string `json:"role" enum:"member,owner"`
+			}
+		}) (*memberOut, error) {
+			m, err := a.st.SetMemberRole(ctx, actorOf(ctx), teamOf(ctx), in.ID, in.Body.Role)
+			if err != nil {
+				return nil, a.fromStore(err, "member")
+			}
+			return &memberOut{Body: m}, nil
+		})
 	huma.Register(h, operation("getMemberLimits", http.MethodGet, "/members/{id}/limits", AccessRead, 200, "Get a member's limits and budget", 404),
 		func(ctx context.Context, in *MemberPath) (*limitsOut, error) {
 			if _, err := a.member(ctx, in.ID); err != nil {

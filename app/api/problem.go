@@ -19,7 +19,7 @@ const problemBase = "urn:tollgate:problem:"
 // may switch on them, so they never change meaning.
 const (
 	ProblemUnauthenticated   = problemBase + "unauthenticated"          // 401: no, malformed, unknown, revoked or expired token
-	ProblemForbidden         = problemBase + "forbidden"                // 403: a read token on a write, a team token on a deployment operation
+	ProblemForbidden         = problemBase + "forbidden"                // 403: a read token on a write, a team token on a deployment operation, deciding one's own case
 	ProblemNotFound          = problemBase + "not-found"                // 404: no such thing in the token's team, or no such operation
 	ProblemMethodNotAllowed  = problemBase + "method-not-allowed"       // 405: a known path asked with a method it does not take
 	ProblemConflict          = problemBase + "conflict"                 // 409: it already exists
@@ -116,7 +116,10 @@ func (a *API) fromStore(err error, what string) *Problem {
 func (a *API) fromStoreAt(err error, what string, at func(field string) string) *Problem {
 	var v *store.ValidationError
 	var s *store.StateError
+	var f *store.ForbiddenError
 	switch {
+	case errors.As(err, &f):
+		return problem(http.StatusForbidden, ProblemForbidden, f.Message)
 	case errors.As(err, &v):
 		p := problem(http.StatusUnprocessableEntity, ProblemValidation, v.Message)
 		p.Errors = []ProblemDetail{{Location: at(v.Field), Message: v.Message}}

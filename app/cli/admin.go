@@ -41,6 +41,7 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
                  [--budget 25.00|none] [--budget-period total|daily|monthly]   (no --member: team-wide; 0 removes)
   disable-member --team T --member E
   enable-member  --team T --member E
+  set-role       --team T --member E --role owner|member   (the last active owner cannot be demoted or disabled)
   list           teams | members|keys|routes --team T
   audit          [--team T] [--limit 50]
   setup-link     prints a one-time link (24h) that creates a team and its owner in the console
@@ -86,7 +87,8 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"add-target": routeTarget(true), "remove-target": routeTarget(false), "set-route": setRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
-		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
+		"set-role": setMemberRole,
+		"list":     list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
 		"set-price": setPrice, "list-prices": listPrices, "usage": usageReport, "reconcile": reconcile,
 		"token": adminToken, "tier": adminTier, "budget": adminBudget,
 	}
@@ -418,6 +420,24 @@ func setMemberStatus(status string) func(context.Context, *adminCmd, []string) e
 		}
 		return c.print(m, func(w io.Writer) { fmt.Fprintf(w, "member %s of %s is now %s\n", m.Email, t.Name, m.Status) })
 	}
+}
+
+func setMemberRole(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	memberRef := c.flags.String("member", "", "member email or id")
+	role := c.flags.String("role", "", "owner or member")
+	if err := c.parse(args, "team", "member", "role"); err != nil {
+		return err
+	}
+	t, m, err := c.member(ctx, *teamRef, *memberRef)
+	if err != nil {
+		return err
+	}
+	m, err = c.st.SetMemberRole(ctx, store.ActorCLI, t.ID, m.ID, *role)
+	if err != nil {
+		return err
+	}
+	return c.print(m, func(w io.Writer) { fmt.Fprintf(w, "member %s of %s is now %s\n", m.Email, t.Name, m.Role) })
 }
 
 func list(ctx context.Context, c *adminCmd, args []string) error {

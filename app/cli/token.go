@@ -86,14 +86,18 @@ func listTokens(ctx context.Context, c *adminCmd, args []string) error {
 		return err
 	}
 	return c.print(tokens, func(w io.Writer) {
-		fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATE\tEXPIRES\tLAST USED")
+		fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATE\tEXPIRES\tLAST USED\tBELONGS TO")
 		now := time.Now()
 		for _, t := range tokens {
 			used := "never"
 			if t.LastUsedAt != nil {
 				used = t.LastUsedAt.UTC().Format(time.DateTime)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, t.State(now), t.ExpiresAt.UTC().Format(time.DateTime), used)
+			owner := t.Owner
+			if t.Owner == store.OwnerMember {
+				owner = t.OwnerEmail
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, t.State(now), t.ExpiresAt.UTC().Format(time.DateTime), used, owner)
 		}
 	})
 }

@@ -96,6 +96,7 @@ func auditURL(member, action string, before int64) string {
 // auditActionLabels names each action in the filter.
 var auditActionLabels = map[string]string{
 	store.ActionMemberStatus:      "Cut off or restored",
+	store.ActionMemberRole:        "Role changed",
 	store.ActionMemberLimits:      "Member limits",
 	store.ActionTeamLimits:        "Team limits",
 	store.ActionKeyIssue:          "Key issued",
@@ -206,6 +207,10 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 			return "restored " + e.Target, nil
 		}
 		return "cut off " + e.Target, nil
+	case store.ActionMemberRole:
+		var after struct{ Role string }
+		err := decode(e.After, &after)
+		return "made " + e.Target + " " + article(after.Role), err
 	case store.ActionMemberPassword:
 		return "set the password of " + e.Target, nil
 	case store.ActionMemberLimits, store.ActionTeamLimits:

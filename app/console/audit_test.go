@@ -48,6 +48,8 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	}
 	must(e.st.SetMemberStatus(ctx, by, o.TeamID, ada.ID, store.StatusDisabled))
 	must(e.st.SetMemberStatus(ctx, by, o.TeamID, ada.ID, store.StatusActive))
+	must(e.st.SetMemberRole(ctx, by, o.TeamID, ada.ID, store.RoleOwner))
+	must(e.st.SetMemberRole(ctx, by, o.TeamID, ada.ID, store.RoleMember))
 	budget := int64(5_000_000)
 	must(e.st.SetMemberLimits(ctx, by, o.TeamID, ada.ID, store.Limits{RateLimit: 60, RatePeriod: time.Minute,
 		Budget: &budget, BudgetPeriod: "monthly"}))
@@ -119,6 +121,7 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	}
 	for action, want := range map[string]string{
 		store.ActionMemberStatus:      "owner@acme.test cut off ada@acme.test.",
+		store.ActionMemberRole:        "owner@acme.test made ada@acme.test an owner.",
 		store.ActionBudgetApprove:     "owner@acme.test approved ada@acme.test's request for $20.00 more budget: their budget this period is now $26.00, noting \"go ahead\".",
 		store.ActionBudgetAutoApprove: "The auto-approve ceiling of the tier core approved at once ada@acme.test's request for $1.00 more budget: their budget this period is now $6.00.",
 		store.ActionMemberTier:        "owner@acme.test took ada@acme.test out of the tier core.",

@@ -219,6 +219,14 @@ func (e *env) invite(owner *client, email string) (*client, store.Member) {
 	return c, m
 }
 
+// signIn signs email in with the password every test member has, on a new browser.
+func (e *env) signIn(email string) *client {
+	e.t.Helper()
+	c := e.client()
+	wantRedirect(e.t, "sign in "+email, c.post("/console/signin", url.Values{"email": {email}, "password": {password}}), "/console/")
+	return c
+}
+
 // auditCount is how many audit rows exist, to prove a refused request wrote nothing.
 func (e *env) auditCount() int {
 	e.t.Helper()

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -236,6 +237,10 @@ func (c *Console) setMemberStatus(w http.ResponseWriter, r *http.Request) {
 	m, err = c.st.SetMemberStatus(r.Context(), v.actor(), v.team.ID, m.ID, status)
 	if msg := validation(err); msg != "" {
 		c.failWith(w, r, http.StatusBadRequest, "Not changed", msg)
+		return
+	}
+	if s, ok := errors.AsType[*store.StateError](err); ok { // the last active owner
+		c.failWith(w, r, http.StatusConflict, "Not changed", s.Message)
 		return
 	}
 	if err != nil {

@@ -49,6 +49,11 @@ func TestCutOffAndRestore(t *testing.T) {
 		t.Fatalf("HTMX cut-off: %d, want the member's row only, now with Restore and its figures\n%s", r.status, r.body)
 	}
 
+	// The cut-off ended ada's session: she signs in again, to see she is cut off.
+	if r := ada.get("/console/"); r.status != http.StatusSeeOther {
+		t.Errorf("ada's session after her cut-off: %d, want a redirect to sign in", r.status)
+	}
+	ada = e.signIn("ada@acme.test")
 	home := ada.get("/console/")
 	if !strings.Contains(home.text("cut-off"), "You are cut off") || home.has("create-key") {
 		t.Errorf("cut-off member's page: banner %q, create form shown %v", home.text("cut-off"), home.has("create-key"))
@@ -61,7 +66,10 @@ func TestCutOffAndRestore(t *testing.T) {
 	}
 
 	wantRedirect(t, "restore", owner.post(status, url.Values{"status": {"active"}}), "/console/members")
-	if home := ada.get("/console/"); home.has("cut-off") || !home.has("create-key") {
+	if r := ada.get("/console/"); r.status != http.StatusSeeOther {
+		t.Errorf("ada's session from while she was cut off, after her restore: %d, want a redirect to sign in", r.status)
+	}
+	if home := e.signIn("ada@acme.test").get("/console/"); home.has("cut-off") || !home.has("create-key") {
 		t.Error("restored member still shown as cut off")
 	}
 	if r := owner.get("/console/members/999999"); r.status != http.StatusNotFound {

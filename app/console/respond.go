@@ -66,6 +66,10 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		c.failWith(w, r, http.StatusUnprocessableEntity, "Not accepted", v.Message+".")
 		return
 	}
+	if f, ok := errors.AsType[*store.ForbiddenError](err); ok {
+		c.failWith(w, r, http.StatusForbidden, "Not allowed", f.Message)
+		return
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c.failWith(w, r, http.StatusNotFound, "Not found", "There is nothing here, or it is not yours.")

@@ -19,9 +19,12 @@ import (
 
 // Session keys. The member's role and status are read from the database on
 // every request, never cached here, so a cut-off or role change applies at once.
+// The epoch is the member's session epoch at sign-in: a cut-off or restore
+// moves the member's on, ending every session signed in before it.
 const (
 	sessionMember = "member_id"
 	sessionTeam   = "team_id"
+	sessionEpoch  = "session_epoch"
 )
 
 // newSessions stores sessions server-side in Postgres (any replica serves them),
@@ -78,7 +81,8 @@ func viewerFrom(ctx context.Context) *viewer {
 }
 
 // loadViewer resolves the session's member, scoped by the session's team. A
-// session whose member is gone is destroyed.
+// session whose member is gone, or was cut off or restored since it signed in,
+// is destroyed: that person signs in again.
 func (c *Console) loadViewer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -92,6 +96,9 @@ func (c *Console) loadViewer(next http.Handler) http.Handler {
 		var t store.Team
 		if err == nil {
 			t, err = c.st.FindTeam(ctx, strconv.FormatInt(teamID, 10))
+		}
+		if err == nil && m.SessionEpoch != c.sessions.GetInt64(ctx, sessionEpoch) {
+			err = store.ErrNotFound
 		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -148,6 +155,7 @@ func (c *Console) signInAs(w http.ResponseWriter, r *http.Request, m store.Membe
 	}
 	c.sessions.Put(ctx, sessionMember, m.ID)
 	c.sessions.Put(ctx, sessionTeam, m.TeamID)
+	c.sessions.Put(ctx, sessionEpoch, m.SessionEpoch)
 	if err := c.st.DeleteExpiredSessions(ctx); err != nil {
 		c.log.Warn("console: sweeping expired sessions", "err", err)
 	}

@@ -113,7 +113,7 @@ func TestBudgetRequestThroughTheConsole(t *testing.T) {
 		t.Fatal(mine, err)
 	}
 	own := "/console/budget-requests/" + strconv.FormatInt(mine[0].ID, 10) + "/approve"
-	wantStatus(t, "owner approves own", owner.post(own, url.Values{}), http.StatusUnprocessableEntity)
+	wantStatus(t, "owner approves own", owner.post(own, url.Values{}), http.StatusForbidden)
 	decline := "/console/budget-requests/" + strconv.FormatInt(mine[0].ID, 10) + "/decline"
-	wantStatus(t, "owner declines own", owner.post(decline, url.Values{"note": {"x"}}), http.StatusUnprocessableEntity)
+	wantStatus(t, "owner declines own", owner.post(decline, url.Values{"note": {"x"}}), http.StatusForbidden)
 }

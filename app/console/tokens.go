@@ -151,6 +151,14 @@ func (c *Console) renderAdminTokens(w http.ResponseWriter, r *http.Request, stat
 		if t.CreatedBy != "" {
 			row.CreatedBy = n.actor(t.CreatedBy)
 		}
+		switch t.Owner {
+		case store.OwnerMember:
+			row.Owner = t.OwnerEmail
+		case store.OwnerDeployment:
+			row.Owner = "the deployment"
+		default:
+			row.Owner = "no one (revoked)"
+		}
 		if row.State == "active" {
 			row.RevokeURL = views.AdminTokensURL + "/" + t.ID + "/revoke"
 		}

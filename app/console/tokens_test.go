@@ -57,9 +57,10 @@ func TestOwnerManagesAdminTokens(t *testing.T) {
 	}
 	row := owner.get("/console/team/tokens").doc.Find(`[data-testid="admin-token"][data-id="` + tok.ID + `"]`)
 	cells := row.Find("td").Map(func(_ int, s *goquery.Selection) string { return strings.TrimSpace(s.Text()) })
-	if len(cells) != 7 || !strings.HasPrefix(cells[0], "ci-deploy") || cells[1] != "read" || cells[2] != "active" ||
-		cells[3] != tok.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC") || cells[4] == "never" || cells[5] != "owner@acme.test" {
-		t.Errorf("listed as %q, want name, role, active, expiry, a last use and its creator's email", cells)
+	if len(cells) != 8 || !strings.HasPrefix(cells[0], "ci-deploy") || cells[1] != "read" || cells[2] != "active" ||
+		cells[3] != tok.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC") || cells[4] == "never" || cells[5] != "owner@acme.test" ||
+		cells[6] != "owner@acme.test" {
+		t.Errorf("listed as %q, want name, role, active, expiry, a last use, its owner's and its creator's email", cells)
 	}
 
 	// HTMX: the section comes back with the secret; a refused form keeps its values.

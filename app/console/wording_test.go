@@ -43,7 +43,7 @@ func TestCutOffIsCalledCutOffEverywhere(t *testing.T) {
 		"member":         owner.get(adaURL),
 		"dashboard":      owner.get("/console/dashboard"),
 		"audit":          owner.get("/console/audit"),
-		"member's home":  ada.get("/console/"),
+		"member's home":  e.signIn("ada@acme.test").get("/console/"), // the cut-off ended her session
 		"confirm cutoff": owner.post(adaURL+"/status", url.Values{"status": {"disabled"}}),
 	}
 	for name, r := range pages {

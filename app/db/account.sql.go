@@ -21,7 +21,7 @@ func (q *Queries) MemberAnyCanSignIn(ctx context.Context, db DBTX) (bool, error)
 }
 
 const memberGetForSignIn = `-- name: MemberGetForSignIn :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE email = $1
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE email = $1
 `
 
 // Sign-in names no team: one email belongs to one team (member_email_key).
@@ -38,6 +38,7 @@ func (q *Queries) MemberGetForSignIn(ctx context.Context, db DBTX, email string)
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }

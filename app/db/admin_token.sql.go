@@ -11,9 +11,9 @@ import (
 )
 
 const adminTokenCreate = `-- name: AdminTokenCreate :one
-INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by
+INSERT INTO admin_token (id, team_id, name, role, secret_hash, expires_at, created_by, owner_kind, member_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by, member_id, owner_kind
 `
 
 type AdminTokenCreateParams struct {
@@ -24,6 +24,8 @@ type AdminTokenCreateParams struct {
 	SecretHash []byte
 	ExpiresAt  time.Time
 	CreatedBy  string
+	OwnerKind  string
+	MemberID   *int64
 }
 
 func (q *Queries) AdminTokenCreate(ctx context.Context, db DBTX, arg AdminTokenCreateParams) (AdminToken, error) {
@@ -35,6 +37,8 @@ func (q *Queries) AdminTokenCreate(ctx context.Context, db DBTX, arg AdminTokenC
 		arg.SecretHash,
 		arg.ExpiresAt,
 		arg.CreatedBy,
+		arg.OwnerKind,
+		arg.MemberID,
 	)
 	var i AdminToken
 	err := row.Scan(
@@ -48,12 +52,14 @@ func (q *Queries) AdminTokenCreate(ctx context.Context, db DBTX, arg AdminTokenC
 		&i.RevokedAt,
 		&i.LastUsedAt,
 		&i.CreatedBy,
+		&i.MemberID,
+		&i.OwnerKind,
 	)
 	return i, err
 }
 
 const adminTokenGet = `-- name: AdminTokenGet :one
-SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by FROM admin_token WHERE id = $1
+SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by, member_id, owner_kind FROM admin_token WHERE id = $1
 `
 
 func (q *Queries) AdminTokenGet(ctx context.Context, db DBTX, id string) (AdminToken, error) {
@@ -70,37 +76,86 @@ func (q *Queries) AdminTokenGet(ctx context.Context, db DBTX, id string) (AdminT
 		&i.RevokedAt,
 		&i.LastUsedAt,
 		&i.CreatedBy,
+		&i.MemberID,
+		&i.OwnerKind,
+	)
+	return i, err
+}
+
+const adminTokenGetWithOwner = `-- name: AdminTokenGetWithOwner :one
+SELECT admin_token.id, admin_token.team_id, admin_token.name, admin_token.role, admin_token.secret_hash, admin_token.created_at, admin_token.expires_at, admin_token.revoked_at, admin_token.last_used_at, admin_token.created_by, admin_token.member_id, admin_token.owner_kind, m.email AS owner_email, m.role AS owner_role, m.status AS owner_status
+FROM admin_token LEFT JOIN member m ON m.team_id = admin_token.team_id AND m.id = admin_token.member_id
+WHERE admin_token.id = $1
+`
+
+type AdminTokenGetWithOwnerRow struct {
+	AdminToken  AdminToken
+	OwnerEmail  *string
+	OwnerRole   *string
+	OwnerStatus *string
+}
+
+// A token with the standing of the person it belongs to (NULL for the
+// deployment's): what authentication decides on, read fresh per request.
+func (q *Queries) AdminTokenGetWithOwner(ctx context.Context, db DBTX, id string) (AdminTokenGetWithOwnerRow, error) {
+	row := db.QueryRow(ctx, adminTokenGetWithOwner, id)
+	var i AdminTokenGetWithOwnerRow
+	err := row.Scan(
+		&i.AdminToken.ID,
+		&i.AdminToken.TeamID,
+		&i.AdminToken.Name,
+		&i.AdminToken.Role,
+		&i.AdminToken.SecretHash,
+		&i.AdminToken.CreatedAt,
+		&i.AdminToken.ExpiresAt,
+		&i.AdminToken.RevokedAt,
+		&i.AdminToken.LastUsedAt,
+		&i.AdminToken.CreatedBy,
+		&i.AdminToken.MemberID,
+		&i.AdminToken.OwnerKind,
+		&i.OwnerEmail,
+		&i.OwnerRole,
+		&i.OwnerStatus,
 	)
 	return i, err
 }
 
 const adminTokenList = `-- name: AdminTokenList :many
-SELECT id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by FROM admin_token
-WHERE team_id IS NOT DISTINCT FROM $1::bigint
-ORDER BY created_at, id
+SELECT admin_token.id, admin_token.team_id, admin_token.name, admin_token.role, admin_token.secret_hash, admin_token.created_at, admin_token.expires_at, admin_token.revoked_at, admin_token.last_used_at, admin_token.created_by, admin_token.member_id, admin_token.owner_kind, m.email AS owner_email
+FROM admin_token LEFT JOIN member m ON m.team_id = admin_token.team_id AND m.id = admin_token.member_id
+WHERE admin_token.team_id IS NOT DISTINCT FROM $1::bigint
+ORDER BY admin_token.created_at, admin_token.id
 `
 
-// A team's tokens, or (team_id NULL) the deployment's.
-func (q *Queries) AdminTokenList(ctx context.Context, db DBTX, teamID *int64) ([]AdminToken, error) {
+type AdminTokenListRow struct {
+	AdminToken AdminToken
+	OwnerEmail *string
+}
+
+// A team's tokens, or (team_id NULL) the deployment's, with their owners' emails.
+func (q *Queries) AdminTokenList(ctx context.Context, db DBTX, teamID *int64) ([]AdminTokenListRow, error) {
 	rows, err := db.Query(ctx, adminTokenList, teamID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []AdminToken
+	var items []AdminTokenListRow
 	for rows.Next() {
-		var i AdminToken
+		var i AdminTokenListRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.TeamID,
-			&i.Name,
-			&i.Role,
-			&i.SecretHash,
-			&i.CreatedAt,
-			&i.ExpiresAt,
-			&i.RevokedAt,
-			&i.LastUsedAt,
-			&i.CreatedBy,
+			&i.AdminToken.ID,
+			&i.AdminToken.TeamID,
+			&i.AdminToken.Name,
+			&i.AdminToken.Role,
+			&i.AdminToken.SecretHash,
+			&i.AdminToken.CreatedAt,
+			&i.AdminToken.ExpiresAt,
+			&i.AdminToken.RevokedAt,
+			&i.AdminToken.LastUsedAt,
+			&i.AdminToken.CreatedBy,
+			&i.AdminToken.MemberID,
+			&i.AdminToken.OwnerKind,
+			&i.OwnerEmail,
 		); err != nil {
 			return nil, err
 		}
@@ -115,7 +170,7 @@ func (q *Queries) AdminTokenList(ctx context.Context, db DBTX, teamID *int64) ([
 const adminTokenRevoke = `-- name: AdminTokenRevoke :one
 UPDATE admin_token SET revoked_at = now()
 WHERE id = $1 AND team_id IS NOT DISTINCT FROM $2::bigint AND revoked_at IS NULL
-RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by
+RETURNING id, team_id, name, role, secret_hash, created_at, expires_at, revoked_at, last_used_at, created_by, member_id, owner_kind
 `
 
 type AdminTokenRevokeParams struct {
@@ -137,6 +192,8 @@ func (q *Queries) AdminTokenRevoke(ctx context.Context, db DBTX, arg AdminTokenR
 		&i.RevokedAt,
 		&i.LastUsedAt,
 		&i.CreatedBy,
+		&i.MemberID,
+		&i.OwnerKind,
 	)
 	return i, err
 }

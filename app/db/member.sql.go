@@ -10,7 +10,7 @@ import (
 )
 
 const memberCreate = `-- name: MemberCreate :one
-INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id
+INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch
 `
 
 type MemberCreateParams struct {
@@ -32,12 +32,13 @@ func (q *Queries) MemberCreate(ctx context.Context, db DBTX, arg MemberCreatePar
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }
 
 const memberGetByEmail = `-- name: MemberGetByEmail :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND email = $2
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE team_id = $1 AND email = $2
 `
 
 type MemberGetByEmailParams struct {
@@ -58,12 +59,13 @@ func (q *Queries) MemberGetByEmail(ctx context.Context, db DBTX, arg MemberGetBy
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }
 
 const memberGetByID = `-- name: MemberGetByID :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND id = $2
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE team_id = $1 AND id = $2
 `
 
 type MemberGetByIDParams struct {
@@ -84,12 +86,13 @@ func (q *Queries) MemberGetByID(ctx context.Context, db DBTX, arg MemberGetByIDP
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }
 
 const memberList = `-- name: MemberList :many
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 ORDER BY id
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE team_id = $1 ORDER BY id
 `
 
 func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Member, error) {
@@ -111,6 +114,7 @@ func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Memb
 			&i.CreatedAt,
 			&i.SignInMethod,
 			&i.TierID,
+			&i.SessionEpoch,
 		); err != nil {
 			return nil, err
 		}
@@ -159,8 +163,35 @@ func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRo
 	return items, nil
 }
 
+const memberLockActiveOwners = `-- name: MemberLockActiveOwners :many
+SELECT id FROM member WHERE team_id = $1 AND role = 'owner' AND status = 'active' ORDER BY id FOR UPDATE
+`
+
+// Locks a team's active owners, in id order: changes that could leave the team
+// without one (a cut-off, a demotion) serialise here, so two owners cutting
+// each other off at once cannot both succeed.
+func (q *Queries) MemberLockActiveOwners(ctx context.Context, db DBTX, teamID int64) ([]int64, error) {
+	rows, err := db.Query(ctx, memberLockActiveOwners, teamID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const memberLockByEmail = `-- name: MemberLockByEmail :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE team_id = $1 AND email = $2 FOR UPDATE
 `
 
 type MemberLockByEmailParams struct {
@@ -182,12 +213,13 @@ func (q *Queries) MemberLockByEmail(ctx context.Context, db DBTX, arg MemberLock
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }
 
 const memberLockByID = `-- name: MemberLockByID :one
-SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
+SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE team_id = $1 AND id = $2 FOR UPDATE
 `
 
 type MemberLockByIDParams struct {
@@ -210,12 +242,42 @@ func (q *Queries) MemberLockByID(ctx context.Context, db DBTX, arg MemberLockByI
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
+	)
+	return i, err
+}
+
+const memberSetRole = `-- name: MemberSetRole :one
+UPDATE member SET role = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch
+`
+
+type MemberSetRoleParams struct {
+	Role   string
+	TeamID int64
+	ID     int64
+}
+
+func (q *Queries) MemberSetRole(ctx context.Context, db DBTX, arg MemberSetRoleParams) (Member, error) {
+	row := db.QueryRow(ctx, memberSetRole, arg.Role, arg.TeamID, arg.ID)
+	var i Member
+	err := row.Scan(
+		&i.ID,
+		&i.TeamID,
+		&i.Email,
+		&i.Role,
+		&i.Status,
+		&i.PasswordHash,
+		&i.CreatedAt,
+		&i.SignInMethod,
+		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }
 
 const memberSetStatus = `-- name: MemberSetStatus :one
-UPDATE member SET status = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id
+UPDATE member SET status = $1, session_epoch = session_epoch + (status <> $1)::int
+WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch
 `
 
 type MemberSetStatusParams struct {
@@ -224,6 +286,8 @@ type MemberSetStatusParams struct {
 	ID     int64
 }
 
+// A change of status moves the session epoch on: every console session the
+// member had ends, whichever way the status went.
 func (q *Queries) MemberSetStatus(ctx context.Context, db DBTX, arg MemberSetStatusParams) (Member, error) {
 	row := db.QueryRow(ctx, memberSetStatus, arg.Status, arg.TeamID, arg.ID)
 	var i Member
@@ -237,6 +301,7 @@ func (q *Queries) MemberSetStatus(ctx context.Context, db DBTX, arg MemberSetSta
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }

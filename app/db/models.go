@@ -21,6 +21,8 @@ type AdminToken struct {
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time
 	CreatedBy  string
+	MemberID   *int64
+	OwnerKind  string
 }
 
 type ApiIdempotency struct {
@@ -118,6 +120,7 @@ type Member struct {
 	CreatedAt    time.Time
 	SignInMethod *string
 	TierID       *int64
+	SessionEpoch int64
 }
 
 type MemberLimit struct {

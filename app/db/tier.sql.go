@@ -11,7 +11,7 @@ import (
 )
 
 const memberSetTier = `-- name: MemberSetTier :one
-UPDATE member SET tier_id = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id
+UPDATE member SET tier_id = $1 WHERE team_id = $2 AND id = $3 RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch
 `
 
 type MemberSetTierParams struct {
@@ -33,6 +33,7 @@ func (q *Queries) MemberSetTier(ctx context.Context, db DBTX, arg MemberSetTierP
 		&i.CreatedAt,
 		&i.SignInMethod,
 		&i.TierID,
+		&i.SessionEpoch,
 	)
 	return i, err
 }

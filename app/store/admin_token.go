@@ -33,6 +33,16 @@ func TokenLifetimeDays(days int64) (time.Duration, error) {
 	return time.Duration(days) * 24 * time.Hour, nil
 }
 
+// Who a token belongs to. A person's token works only while they are an
+// active owner of its team; the deployment's (made by the operator's CLI)
+// while it lives. An unattributed token predates owners being recorded and
+// could not be tied to anyone: it was revoked when they began to be.
+const (
+	OwnerMember       = "member"
+	OwnerDeployment   = "deployment"
+	OwnerUnattributed = "unattributed"
+)
+
 // AdminToken is an admin token's metadata; the plaintext exists only in
 // IssuedAdminToken, once. TeamID nil is a deployment-level token.
 type AdminToken struct {
@@ -46,6 +56,11 @@ type AdminToken struct {
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	// CreatedBy is the actor that made the token, as the audit log names it.
 	CreatedBy string `json:"created_by"`
+	// Owner is OwnerMember (MemberID, OwnerEmail say who), OwnerDeployment or
+	// OwnerUnattributed.
+	Owner      string `json:"owner" enum:"member,deployment,unattributed"`
+	MemberID   *int64 `json:"member_id,omitempty"`
+	OwnerEmail string `json:"owner_email,omitempty"`
 }
 
 // Deployment reports whether t belongs to the deployment rather than a team.
@@ -80,9 +95,32 @@ type AdminTokenSpec struct {
 	Lifetime time.Duration
 }
 
-func adminTokenFrom(r db.AdminToken) AdminToken {
-	return AdminToken{ID: r.ID, TeamID: r.TeamID, Name: r.Name, Role: r.Role, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
-		RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt, CreatedBy: r.CreatedBy}
+func adminTokenFrom(r db.AdminToken, ownerEmail *string) AdminToken {
+	t := AdminToken{ID: r.ID, TeamID: r.TeamID, Name: r.Name, Role: r.Role, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+		RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt, CreatedBy: r.CreatedBy, Owner: r.OwnerKind, MemberID: r.MemberID}
+	if ownerEmail != nil {
+		t.OwnerEmail = *ownerEmail
+	}
+	return t
+}
+
+// tokenOwner is who a token made by actor for team belongs to: the person
+// acting (through a session or a token of theirs), who must be an active
+// owner of that team, or the deployment for the operator's CLI and the
+// tokens it made.
+func (s *Store) tokenOwner(ctx context.Context, tx pgx.Tx, actor Actor, teamID *int64) (kind string, memberID *int64, err error) {
+	person, isPerson, err := s.person(ctx, tx, actor)
+	if err != nil || !isPerson {
+		return OwnerDeployment, nil, err
+	}
+	if teamID == nil {
+		return "", nil, forbidden("a deployment token is the operator's: tollgate admin token create --deployment")
+	}
+	m, err := s.q.MemberGetByID(ctx, tx, db.MemberGetByIDParams{TeamID: *teamID, ID: person})
+	if err != nil || m.Role != RoleOwner || m.Status != StatusActive {
+		return "", nil, forbidden("only an active owner of the team can make its admin tokens")
+	}
+	return OwnerMember, &m.ID, nil
 }
 
 // CreateAdminToken issues an admin token.
@@ -102,12 +140,17 @@ func (s *Store) CreateAdminToken(ctx context.Context, actor Actor, spec AdminTok
 	g := apikey.Admin.Generate()
 	var issued IssuedAdminToken
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		kind, memberID, err := s.tokenOwner(ctx, tx, actor, spec.TeamID)
+		if err != nil {
+			return err
+		}
 		row, err := s.q.AdminTokenCreate(ctx, tx, db.AdminTokenCreateParams{ID: g.ID, TeamID: spec.TeamID, Name: spec.Name,
-			Role: spec.Role, SecretHash: g.SecretHash[:], ExpiresAt: time.Now().Add(spec.Lifetime), CreatedBy: string(actor)})
+			Role: spec.Role, SecretHash: g.SecretHash[:], ExpiresAt: time.Now().Add(spec.Lifetime), CreatedBy: string(actor),
+			OwnerKind: kind, MemberID: memberID})
 		if err != nil {
 			return mapErr(err)
 		}
-		t := adminTokenFrom(row)
+		t := adminTokenFrom(row, nil)
 		issued = IssuedAdminToken{AdminToken: t, Plaintext: g.Plaintext}
 		return s.audit(ctx, tx, actor, auditEntry{teamID: spec.TeamID, action: ActionAdminTokenCreate, target: t.ID, after: t})
 	})
@@ -125,7 +168,7 @@ func (s *Store) AdminTokens(ctx context.Context, teamID *int64) ([]AdminToken, e
 	}
 	tokens := make([]AdminToken, len(rows))
 	for i, r := range rows {
-		tokens[i] = adminTokenFrom(r)
+		tokens[i] = adminTokenFrom(r.AdminToken, r.OwnerEmail)
 	}
 	return tokens, nil
 }
@@ -133,11 +176,11 @@ func (s *Store) AdminTokens(ctx context.Context, teamID *int64) ([]AdminToken, e
 // FindAdminToken returns a token by its globally unique id; for the
 // operator's CLI, which names tokens without a team.
 func (s *Store) FindAdminToken(ctx context.Context, id string) (AdminToken, error) {
-	row, err := s.q.AdminTokenGet(ctx, s.pool, id)
+	row, err := s.q.AdminTokenGetWithOwner(ctx, s.pool, id)
 	if err != nil {
 		return AdminToken{}, fmt.Errorf("store: admin token %s: %w", id, mapErr(err))
 	}
-	return adminTokenFrom(row), nil
+	return adminTokenFrom(row.AdminToken, row.OwnerEmail), nil
 }
 
 // RevokeAdminToken stops a token of a team (or, teamID nil, of the
@@ -157,7 +200,7 @@ func (s *Store) RevokeAdminToken(ctx context.Context, actor Actor, teamID *int64
 		if err != nil {
 			return mapErr(err)
 		}
-		t = adminTokenFrom(row)
+		t = adminTokenFrom(row, nil)
 		return s.audit(ctx, tx, actor, auditEntry{teamID: teamID, action: ActionAdminTokenRevoke, target: id, after: t})
 	})
 	if err != nil {
@@ -181,13 +224,16 @@ var decoyTokenHash [32]byte
 
 // AuthenticateAdminToken returns the live token whose plaintext this is, and
 // records its use. A malformed, unknown, wrong, revoked or expired token is a
-// *TokenError.
+// *TokenError, and so is a person's token while that person is not an active
+// owner of its team: read here on every call, so a cut-off or demotion stops
+// the token at its next request on every replica.
 func (s *Store) AuthenticateAdminToken(ctx context.Context, plaintext string) (AdminToken, error) {
 	id, secret, ok := apikey.Admin.Parse(plaintext)
 	if !ok {
 		return AdminToken{}, &TokenError{Fault: "malformed"}
 	}
-	row, err := s.q.AdminTokenGet(ctx, s.pool, id)
+	owned, err := s.q.AdminTokenGetWithOwner(ctx, s.pool, id)
+	row := owned.AdminToken
 	found := err == nil
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return AdminToken{}, fmt.Errorf("store: admin token: %w", err)
@@ -202,12 +248,21 @@ func (s *Store) AuthenticateAdminToken(ctx context.Context, plaintext string) (A
 	case !matches:
 		return AdminToken{}, &TokenError{Fault: "wrong_secret"}
 	}
-	t := adminTokenFrom(row)
+	t := adminTokenFrom(row, owned.OwnerEmail)
 	switch t.State(time.Now()) {
 	case "revoked":
 		return t, &TokenError{Fault: "revoked"}
 	case "expired":
 		return t, &TokenError{Fault: "expired"}
+	}
+	switch {
+	case t.Owner == OwnerDeployment:
+	case t.Owner != OwnerMember || owned.OwnerStatus == nil:
+		return t, &TokenError{Fault: "unattributed"}
+	case *owned.OwnerStatus != StatusActive:
+		return t, &TokenError{Fault: "owner_cut_off"}
+	case *owned.OwnerRole != RoleOwner:
+		return t, &TokenError{Fault: "owner_not_owner"}
 	}
 	if err := s.q.AdminTokenTouch(ctx, s.pool, id); err != nil {
 		s.log.Warn("admin token use not recorded", "token_id", id, "err", err)

@@ -18,6 +18,7 @@ const (
 	ActionTeamLimits        = "team.limits"
 	ActionMemberAdd         = "member.add"
 	ActionMemberStatus      = "member.status"
+	ActionMemberRole        = "member.role"
 	ActionMemberLimits      = "member.limits"
 	ActionMemberPassword    = "member.password"
 	ActionRouteAdd          = "route.add"
@@ -50,7 +51,7 @@ const (
 
 // AuditActions is every action the store writes, in the order a filter lists them.
 func AuditActions() []string {
-	return []string{ActionMemberStatus, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
+	return []string{ActionMemberStatus, ActionMemberRole, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
 		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,

@@ -18,6 +18,7 @@ var auditedWriters = map[string]string{
 	"CreateTeam":           "team.create",
 	"AddMember":            "member.add",
 	"SetMemberStatus":      "member.status",
+	"SetMemberRole":        "member.role",
 	"SetMemberLimits":      "member.limits",
 	"SetTeamLimits":        "team.limits",
 	"ChangeMemberLimits":   "member.limits",
@@ -94,6 +95,7 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	var bob store.Member
 	check("AddMember", func() { bob = must(f.st.AddMember(ctx, actor, f.team.ID, "bob@example.com", store.RoleMember))(t) })
 	check("SetMemberStatus", func() { must(f.st.SetMemberStatus(ctx, actor, f.team.ID, bob.ID, store.StatusDisabled))(t) })
+	check("SetMemberRole", func() { must(f.st.SetMemberRole(ctx, actor, f.team.ID, bob.ID, store.RoleOwner))(t) })
 	budget := int64(5_000_000)
 	limits := check("SetMemberLimits", func() {
 		must(f.st.SetMemberLimits(ctx, actor, f.team.ID, bob.ID, store.Limits{RateLimit: 60, RatePeriod: time.Minute,

@@ -203,7 +203,7 @@ func (s *Store) decided(ctx context.Context, tx pgx.Tx, req BudgetRequest, err e
 // ApproveBudgetRequest grants a pending request: the member's budget for the
 // current period rises by exactly its amount on every replica at their next
 // reload. Of two approvals at once, one wins and the other is a StateError; a
-// member cannot decide their own request.
+// member cannot decide their own request (a ForbiddenError).
 func (s *Store) ApproveBudgetRequest(ctx context.Context, actor Actor, teamID, id int64, note string) (BudgetRequest, error) {
 	return s.decide(ctx, actor, teamID, id, note, true)
 }
@@ -225,8 +225,12 @@ func (s *Store) decide(ctx context.Context, actor Actor, teamID, id int64, note 
 			return mapErr(err)
 		}
 		req = budgetRequestFrom(row)
-		if actor == MemberActor(req.MemberID) {
-			return invalid("request", "you cannot decide your own budget request; another owner must")
+		// Whatever carries the call (a session, a token they made), the
+		// person who asked does not decide.
+		if person, isPerson, err := s.person(ctx, tx, actor); err != nil {
+			return err
+		} else if isPerson && person == req.MemberID {
+			return forbidden("you cannot decide your own budget request; another owner must")
 		}
 		if req.Status != RequestPending {
 			return stale("budget request %d was already %s", id, req.Status)

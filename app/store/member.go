@@ -32,10 +32,14 @@ type Member struct {
 	// SignInMethod is how they last signed in to the console (SignInPassword,
 	// SignInOIDC, SignInGitHub); "" if never.
 	SignInMethod string `json:"sign_in_method,omitempty"`
+	// SessionEpoch moves on at each cut-off and restore; a console session
+	// signed in under an older epoch is over.
+	SessionEpoch int64 `json:"-"`
 }
 
 func memberFrom(m db.Member) Member {
-	member := Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt}
+	member := Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt,
+		SessionEpoch: m.SessionEpoch}
 	if m.SignInMethod != nil {
 		member.SignInMethod = *m.SignInMethod
 	}
@@ -115,17 +119,31 @@ func (s *Store) Members(ctx context.Context, teamID int64) ([]Member, error) {
 	return members, nil
 }
 
-// SetMemberStatus cuts a member off (disabled) or restores them (active). Every
-// replica refuses a disabled member's keys once it reloads its snapshot.
+// SetMemberStatus cuts a member off (disabled) or restores them (active).
+// Either way every console session they had ends; while cut off, every admin
+// token of theirs is refused, and every replica refuses their keys at the next
+// request (the mirror) or snapshot reload. Nobody changes their own status
+// (a cut-off owner cannot restore themselves through any credential), and the
+// team's last active owner cannot be cut off.
 func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, memberID int64, status string) (Member, error) {
 	if status != StatusActive && status != StatusDisabled {
 		return Member{}, invalid("status", "status must be active or disabled, not %q", status)
 	}
 	var m Member
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		owners, person, isPerson, err := s.lockOwners(ctx, tx, actor, teamID)
+		if err != nil {
+			return err
+		}
+		if isPerson && person == memberID {
+			return forbidden("you cannot change your own status; another owner must")
+		}
 		before, err := s.q.MemberGetByID(ctx, tx, db.MemberGetByIDParams{TeamID: teamID, ID: memberID})
 		if err != nil {
 			return mapErr(err)
+		}
+		if status == StatusDisabled && lastOwner(before, owners) {
+			return stale("%s is the team's last active owner and cannot be cut off; make another member an owner first", before.Email)
 		}
 		row, err := s.q.MemberSetStatus(ctx, tx, db.MemberSetStatusParams{TeamID: teamID, ID: memberID, Status: status})
 		if err != nil {
@@ -139,5 +157,46 @@ func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, member
 		return Member{}, fmt.Errorf("store: set member %d status: %w", memberID, err)
 	}
 	s.mirrorCutOff(ctx, teamID, memberID, status == StatusDisabled)
+	return m, nil
+}
+
+// SetMemberRole makes a member an owner or a member. Nobody changes their own
+// role, and the team's last active owner cannot be demoted. A demoted owner's
+// admin tokens stop at their next request: a team-wide read is more than a
+// member may see, so they are refused, not narrowed to read.
+func (s *Store) SetMemberRole(ctx context.Context, actor Actor, teamID, memberID int64, role string) (Member, error) {
+	if role != RoleOwner && role != RoleMember {
+		return Member{}, invalid("role", "role must be owner or member, not %q", role)
+	}
+	var m Member
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		owners, person, isPerson, err := s.lockOwners(ctx, tx, actor, teamID)
+		if err != nil {
+			return err
+		}
+		if isPerson && person == memberID {
+			return forbidden("you cannot change your own role; another owner must")
+		}
+		before, err := s.q.MemberGetByID(ctx, tx, db.MemberGetByIDParams{TeamID: teamID, ID: memberID})
+		if err != nil {
+			return mapErr(err)
+		}
+		if before.Role == role {
+			return stale("%s is already %s", before.Email, role)
+		}
+		if role == RoleMember && lastOwner(before, owners) {
+			return stale("%s is the team's last active owner and cannot be demoted; make another member an owner first", before.Email)
+		}
+		row, err := s.q.MemberSetRole(ctx, tx, db.MemberSetRoleParams{TeamID: teamID, ID: memberID, Role: role})
+		if err != nil {
+			return mapErr(err)
+		}
+		m = memberFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberRole, target: m.Email,
+			before: map[string]string{"role": before.Role}, after: map[string]string{"role": role}})
+	})
+	if err != nil {
+		return Member{}, fmt.Errorf("store: set member %d role: %w", memberID, err)
+	}
 	return m, nil
 }

@@ -50,6 +50,17 @@ func stale(format string, args ...any) error {
 	return &StateError{Message: fmt.Sprintf(format, args...)}
 }
 
+// ForbiddenError means the actor may not make this change whatever the data:
+// deciding their own request or role, restoring themselves. The console and
+// the API answer 403 with Message.
+type ForbiddenError struct{ Message string }
+
+func (e *ForbiddenError) Error() string { return e.Message }
+
+func forbidden(format string, args ...any) error {
+	return &ForbiddenError{Message: fmt.Sprintf(format, args...)}
+}
+
 // Actor names who makes a change, for the audit log: "cli" or "member:<id>".
 type Actor string
 

@@ -36,6 +36,27 @@ func (e AddMemberInBodyRole) Valid() bool {
 	}
 }
 
+// Defines values for AdminTokenOwner.
+const (
+	AdminTokenOwnerDeployment   AdminTokenOwner = "deployment"
+	AdminTokenOwnerMember       AdminTokenOwner = "member"
+	AdminTokenOwnerUnattributed AdminTokenOwner = "unattributed"
+)
+
+// Valid indicates whether the value is a known member of the AdminTokenOwner enum.
+func (e AdminTokenOwner) Valid() bool {
+	switch e {
+	case AdminTokenOwnerDeployment:
+		return true
+	case AdminTokenOwnerMember:
+		return true
+	case AdminTokenOwnerUnattributed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LimitsBudgetPeriod.
 const (
 	Daily   LimitsBudgetPeriod = "daily"
@@ -132,6 +153,24 @@ func (e RouteSpecPreset) Valid() bool {
 	}
 }
 
+// Defines values for SetMemberRoleRequestRole.
+const (
+	SetMemberRoleRequestRoleMember SetMemberRoleRequestRole = "member"
+	SetMemberRoleRequestRoleOwner  SetMemberRoleRequestRole = "owner"
+)
+
+// Valid indicates whether the value is a known member of the SetMemberRoleRequestRole enum.
+func (e SetMemberRoleRequestRole) Valid() bool {
+	switch e {
+	case SetMemberRoleRequestRoleMember:
+		return true
+	case SetMemberRoleRequestRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UsageRowStatus.
 const (
 	UsageRowStatusHeld        UsageRowStatus = "held"
@@ -195,6 +234,30 @@ type AddMemberInBody struct {
 
 // AddMemberInBodyRole defines model for AddMemberInBody.Role.
 type AddMemberInBodyRole string
+
+// AdminToken defines model for AdminToken.
+type AdminToken struct {
+	CreatedAt  time.Time       `json:"created_at"`
+	CreatedBy  string          `json:"created_by"`
+	ExpiresAt  time.Time       `json:"expires_at"`
+	Id         string          `json:"id"`
+	LastUsedAt *time.Time      `json:"last_used_at,omitempty"`
+	MemberId   *int64          `json:"member_id,omitempty"`
+	Name       string          `json:"name"`
+	Owner      AdminTokenOwner `json:"owner"`
+	OwnerEmail *string         `json:"owner_email,omitempty"`
+	RevokedAt  *time.Time      `json:"revoked_at,omitempty"`
+	Role       string          `json:"role"`
+	TeamId     *int64          `json:"team_id,omitempty"`
+}
+
+// AdminTokenOwner defines model for AdminToken.Owner.
+type AdminTokenOwner string
+
+// AdminTokensOutBody defines model for AdminTokensOutBody.
+type AdminTokensOutBody struct {
+	Tokens *[]AdminToken `json:"tokens"`
+}
 
 // AuditOutBody defines model for AuditOutBody.
 type AuditOutBody struct {
@@ -499,6 +562,14 @@ type RoutesOutBody struct {
 	Routes *[]Route `json:"routes"`
 }
 
+// SetMemberRoleRequest defines model for SetMemberRoleRequest.
+type SetMemberRoleRequest struct {
+	Role SetMemberRoleRequestRole `json:"role"`
+}
+
+// SetMemberRoleRequestRole defines model for SetMemberRoleRequest.Role.
+type SetMemberRoleRequestRole string
+
 // SetMemberTierRequest defines model for SetMemberTierRequest.
 type SetMemberTierRequest struct {
 	// Tier The tier's name; empty: none.
@@ -690,6 +761,9 @@ type IssueKeyJSONRequestBody = IssueKeyRequest
 
 // SetMemberLimitsJSONRequestBody defines body for SetMemberLimits for application/json ContentType.
 type SetMemberLimitsJSONRequestBody = Limits
+
+// SetMemberRoleJSONRequestBody defines body for SetMemberRole for application/json ContentType.
+type SetMemberRoleJSONRequestBody = SetMemberRoleRequest
 
 // SetMemberTierJSONRequestBody defines body for SetMemberTier for application/json ContentType.
 type SetMemberTierJSONRequestBody = SetMemberTierRequest
@@ -899,7 +973,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/members/{id} (the `GetMember` operationId).
 	GetMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CutOffMember Cut a member off: their keys are refused at the next request
+	// CutOffMember Cut a member off: their keys, admin tokens and console sessions are refused at the next request (not yourself, not the last active owner)
 	//
 	// Corresponds with POST /api/v1/members/{id}/cut-off (the `CutOffMember` operationId).
 	CutOffMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -942,10 +1016,24 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/members/{id}/limits (the `SetMemberLimits` operationId).
 	SetMemberLimits(ctx context.Context, id int64, body SetMemberLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RestoreMember Restore a member who was cut off
+	// RestoreMember Restore a member who was cut off (not yourself); they sign in to the console again
 	//
 	// Corresponds with POST /api/v1/members/{id}/restore (the `RestoreMember` operationId).
 	RestoreMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemberRoleWithBody Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+	SetMemberRoleWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemberRole Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+	SetMemberRole(ctx context.Context, id int64, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SetMemberTierWithBody Put a member in a tier, or in none; their own limits stay and win over the tier's
 	//
@@ -1093,6 +1181,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/tiers/{name} (the `SetTier` operationId).
 	SetTier(ctx context.Context, name string, body SetTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAdminTokens List the team's admin tokens (never their secrets) and whom each belongs to
+	//
+	// Corresponds with GET /api/v1/tokens (the `ListAdminTokens` operationId).
+	ListAdminTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsage Page through the team's ledger, newest first: each request's tokens and cost
 	//
@@ -1390,7 +1483,7 @@ func (c *Client) GetMember(ctx context.Context, id int64, reqEditors ...RequestE
 	return c.Client.Do(req)
 }
 
-// CutOffMember Cut a member off: their keys are refused at the next request
+// CutOffMember Cut a member off: their keys, admin tokens and console sessions are refused at the next request (not yourself, not the last active owner)
 //
 // Corresponds with POST /api/v1/members/{id}/cut-off (the `CutOffMember` operationId).
 func (c *Client) CutOffMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1503,11 +1596,45 @@ func (c *Client) SetMemberLimits(ctx context.Context, id int64, body SetMemberLi
 	return c.Client.Do(req)
 }
 
-// RestoreMember Restore a member who was cut off
+// RestoreMember Restore a member who was cut off (not yourself); they sign in to the console again
 //
 // Corresponds with POST /api/v1/members/{id}/restore (the `RestoreMember` operationId).
 func (c *Client) RestoreMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRestoreMemberRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemberRoleWithBody Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+func (c *Client) SetMemberRoleWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetMemberRoleRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemberRole Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+func (c *Client) SetMemberRole(ctx context.Context, id int64, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetMemberRoleRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1885,6 +2012,21 @@ func (c *Client) SetTierWithBody(ctx context.Context, name string, contentType s
 // Corresponds with PUT /api/v1/tiers/{name} (the `SetTier` operationId).
 func (c *Client) SetTier(ctx context.Context, name string, body SetTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetTierRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAdminTokens List the team's admin tokens (never their secrets) and whom each belongs to
+//
+// Corresponds with GET /api/v1/tokens (the `ListAdminTokens` operationId).
+func (c *Client) ListAdminTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAdminTokensRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2744,6 +2886,53 @@ func NewRestoreMemberRequest(server string, id int64) (*http.Request, error) {
 	return req, nil
 }
 
+// NewSetMemberRoleRequest calls the generic SetMemberRole builder with application/json body
+func NewSetMemberRoleRequest(server string, id int64, body SetMemberRoleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetMemberRoleRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewSetMemberRoleRequestWithBody constructs an http.Request for the SetMemberRole method, with any body, and a specified content type
+func NewSetMemberRoleRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/members/%s/role", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSetMemberTierRequest calls the generic SetMemberTier builder with application/json body
 func NewSetMemberTierRequest(server string, id int64, body SetMemberTierJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3396,6 +3585,33 @@ func NewSetTierRequestWithBody(server string, name string, contentType string, b
 	return req, nil
 }
 
+// NewListAdminTokensRequest constructs an http.Request for the ListAdminTokens method
+func NewListAdminTokensRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUsageRequest constructs an http.Request for the ListUsage method
 func NewListUsageRequest(server string, params *ListUsageParams) (*http.Request, error) {
 	var err error
@@ -3692,7 +3908,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/members/{id} (the `GetMember` operationId).
 	GetMemberWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetMemberResponse, error)
 
-	// CutOffMemberWithResponse Cut a member off: their keys are refused at the next request
+	// CutOffMemberWithResponse Cut a member off: their keys, admin tokens and console sessions are refused at the next request (not yourself, not the last active owner)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3741,12 +3957,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/members/{id}/limits (the `SetMemberLimits` operationId).
 	SetMemberLimitsWithResponse(ctx context.Context, id int64, body SetMemberLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberLimitsResponse, error)
 
-	// RestoreMemberWithResponse Restore a member who was cut off
+	// RestoreMemberWithResponse Restore a member who was cut off (not yourself); they sign in to the console again
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/members/{id}/restore (the `RestoreMember` operationId).
 	RestoreMemberWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*RestoreMemberResponse, error)
+
+	// SetMemberRoleWithBodyWithResponse Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+	SetMemberRoleWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemberRoleResponse, error)
+
+	// SetMemberRoleWithResponse Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+	SetMemberRoleWithResponse(ctx context.Context, id int64, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleResponse, error)
 
 	// SetMemberTierWithBodyWithResponse Put a member in a tier, or in none; their own limits stay and win over the tier's
 	//
@@ -3908,6 +4138,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/tiers/{name} (the `SetTier` operationId).
 	SetTierWithResponse(ctx context.Context, name string, body SetTierJSONRequestBody, reqEditors ...RequestEditorFn) (*SetTierResponse, error)
+
+	// ListAdminTokensWithResponse List the team's admin tokens (never their secrets) and whom each belongs to
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/tokens (the `ListAdminTokens` operationId).
+	ListAdminTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAdminTokensResponse, error)
 
 	// ListUsageWithResponse Page through the team's ledger, newest first: each request's tokens and cost
 	//
@@ -5114,6 +5351,8 @@ type CutOffMemberResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -5147,6 +5386,11 @@ func (r CutOffMemberResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CutOffMemberResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CutOffMemberResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5592,6 +5836,8 @@ type RestoreMemberResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -5625,6 +5871,11 @@ func (r RestoreMemberResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RestoreMemberResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RestoreMemberResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5670,6 +5921,110 @@ func (r RestoreMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RestoreMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetMemberRoleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Member
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetMemberRoleResponse) GetJSON200() *Member {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetMemberRoleResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetMemberRoleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetMemberRoleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetMemberRoleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetMemberRoleResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7033,6 +7388,82 @@ func (r SetTierResponse) ContentType() string {
 	return ""
 }
 
+type ListAdminTokensResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdminTokensOutBody
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAdminTokensResponse) GetJSON200() *AdminTokensOutBody {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAdminTokensResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListAdminTokensResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListAdminTokensResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListAdminTokensResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAdminTokensResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAdminTokensResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAdminTokensResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAdminTokensResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAdminTokensResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListUsageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7350,7 +7781,7 @@ func (c *ClientWithResponses) GetMemberWithResponse(ctx context.Context, id int6
 	return ParseGetMemberResponse(rsp)
 }
 
-// CutOffMemberWithResponse Cut a member off: their keys are refused at the next request
+// CutOffMemberWithResponse Cut a member off: their keys, admin tokens and console sessions are refused at the next request (not yourself, not the last active owner)
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7441,7 +7872,7 @@ func (c *ClientWithResponses) SetMemberLimitsWithResponse(ctx context.Context, i
 	return ParseSetMemberLimitsResponse(rsp)
 }
 
-// RestoreMemberWithResponse Restore a member who was cut off
+// RestoreMemberWithResponse Restore a member who was cut off (not yourself); they sign in to the console again
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7452,6 +7883,32 @@ func (c *ClientWithResponses) RestoreMemberWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseRestoreMemberResponse(rsp)
+}
+
+// SetMemberRoleWithBodyWithResponse Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+func (c *ClientWithResponses) SetMemberRoleWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemberRoleResponse, error) {
+	rsp, err := c.SetMemberRoleWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetMemberRoleResponse(rsp)
+}
+
+// SetMemberRoleWithResponse Make a member an owner, or an owner a member (not yourself, not the last active owner); a demoted owner's admin tokens stop
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/members/{id}/role (the `SetMemberRole` operationId).
+func (c *ClientWithResponses) SetMemberRoleWithResponse(ctx context.Context, id int64, body SetMemberRoleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetMemberRoleResponse, error) {
+	rsp, err := c.SetMemberRole(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetMemberRoleResponse(rsp)
 }
 
 // SetMemberTierWithBodyWithResponse Put a member in a tier, or in none; their own limits stay and win over the tier's
@@ -7751,6 +8208,19 @@ func (c *ClientWithResponses) SetTierWithResponse(ctx context.Context, name stri
 		return nil, err
 	}
 	return ParseSetTierResponse(rsp)
+}
+
+// ListAdminTokensWithResponse List the team's admin tokens (never their secrets) and whom each belongs to
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/tokens (the `ListAdminTokens` operationId).
+func (c *ClientWithResponses) ListAdminTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAdminTokensResponse, error) {
+	rsp, err := c.ListAdminTokens(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAdminTokensResponse(rsp)
 }
 
 // ListUsageWithResponse Page through the team's ledger, newest first: each request's tokens and cost
@@ -8804,6 +9274,13 @@ func ParseCutOffMemberResponse(rsp *http.Response) (*CutOffMemberResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9206,6 +9683,102 @@ func ParseRestoreMemberResponse(rsp *http.Response) (*RestoreMemberResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetMemberRoleResponse parses an HTTP response from a SetMemberRoleWithResponse call
+func ParseSetMemberRoleResponse(rsp *http.Response) (*SetMemberRoleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetMemberRoleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Member
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
@@ -10348,6 +10921,67 @@ func ParseSetTierResponse(rsp *http.Response) (*SetTierResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAdminTokensResponse parses an HTTP response from a ListAdminTokensWithResponse call
+func ParseListAdminTokensResponse(rsp *http.Response) (*ListAdminTokensResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAdminTokensResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminTokensOutBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem
