@@ -162,3 +162,13 @@ func (q *Queries) InviteUse(ctx context.Context, db DBTX, tokenHash []byte) (Inv
 	)
 	return i, err
 }
+
+const inviteUseAllSetup = `-- name: InviteUseAllSetup :exec
+UPDATE invite SET used_at = now() WHERE team_id IS NULL AND used_at IS NULL
+`
+
+// Once the deployment has its owner, every other setup link is spent.
+func (q *Queries) InviteUseAllSetup(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, inviteUseAllSetup)
+	return err
+}
