@@ -40,6 +40,15 @@ func TestSetupLink(t *testing.T) {
 	if ok := must(a.st.AnyCanSignIn(ctx))(t); ok {
 		t.Fatal("AnyCanSignIn on an empty database = true")
 	}
+	expired := mustLink(t)(a.st.CreateSetupLink(ctx, store.ActorCLI))
+	a.expireLinks(t)
+	a.refused(t, "Expired", "notfound", func() error {
+		_, err := a.st.CompleteSetup(ctx, expired, "beta", "other@acme.test", password)
+		return err
+	})
+
+	// Another link, as a second replica prints at its start.
+	printed := mustLink(t)(a.st.CreateSetupLink(ctx, store.ActorCLI))
 	token, inv, err := a.st.CreateSetupLink(ctx, store.ActorCLI)
 	if err != nil || inv.TeamID != nil || inv.Role != store.RoleOwner {
 		t.Fatalf("CreateSetupLink = %+v, %v; want an owner link without a team", inv, err)
@@ -80,17 +89,20 @@ func TestSetupLink(t *testing.T) {
 	if m := must(a.st.SignIn(ctx, " OWNER@acme.test", password))(t); m.ID != owner.ID {
 		t.Errorf("SignIn = %+v, want the owner", m)
 	}
-	a.refused(t, "SecondUse", "notfound", func() error {
+	// Once an owner exists, every setup link is refused: this one, the other
+	// printed before (spent, too), and any new one.
+	a.refused(t, "SecondUse", "setupdone", func() error {
 		_, err := a.st.CompleteSetup(ctx, token, "beta", "other@acme.test", password)
 		return err
 	})
-
-	expired := mustLink(t)(a.st.CreateSetupLink(ctx, store.ActorCLI))
-	a.expireLinks(t)
-	a.refused(t, "Expired", "notfound", func() error {
-		_, err := a.st.CompleteSetup(ctx, expired, "beta", "other@acme.test", password)
+	a.refused(t, "PrintedBefore", "setupdone", func() error {
+		_, err := a.st.CompleteSetup(ctx, printed, "beta", "other@acme.test", password)
 		return err
 	})
+	if _, err := a.st.PendingInvite(ctx, printed); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a setup link printed before the owner is still pending: %v", err)
+	}
+	a.refused(t, "NewLink", "setupdone", func() error { _, _, err := a.st.CreateSetupLink(ctx, store.ActorCLI); return err })
 }
 
 func TestInvite(t *testing.T) {
