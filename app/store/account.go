@@ -221,20 +221,24 @@ func (s *Store) PendingInvites(ctx context.Context, teamID int64) ([]Invite, err
 }
 
 // PendingSetupLink is PendingInvite for a setup link: an invite's token is
-// ErrNotFound, and any setup link is ErrSetupDone once an owner exists.
+// ErrNotFound, and any setup link, used, spent or not, is ErrSetupDone once an
+// owner exists, so its holder learns why it stopped working.
 func (s *Store) PendingSetupLink(ctx context.Context, token string) (Invite, error) {
+	done, err := s.q.MemberAnyOwner(ctx, s.pool)
+	if err != nil {
+		return Invite{}, fmt.Errorf("store: setup link: %w", err)
+	}
+	if done {
+		if _, err := s.q.InviteGetSetup(ctx, s.pool, linkHash(token)); err != nil {
+			return Invite{}, fmt.Errorf("store: setup link: %w", mapErr(err))
+		}
+		return Invite{}, fmt.Errorf("store: setup link: %w", ErrSetupDone)
+	}
 	inv, err := s.PendingInvite(ctx, token)
 	if err == nil && inv.TeamID != nil {
 		err = ErrNotFound // an invite, not a setup link
 	}
-	if err != nil {
-		return Invite{}, err
-	}
-	done, err := s.q.MemberAnyOwner(ctx, s.pool)
-	if err != nil || done {
-		return Invite{}, fmt.Errorf("store: setup link: %w", cmp.Or(err, ErrSetupDone))
-	}
-	return inv, nil
+	return inv, err
 }
 
 // CompleteSetup uses a setup link: it creates the team and its owner with a
