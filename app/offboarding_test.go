@@ -25,7 +25,7 @@ type offboarding struct {
 	r1, r2   string // the replicas' base URLs
 	team     int64
 	ann, bo  store.Member
-	annC, bC *browser
+	annC, bC *personBrowser
 }
 
 const offboardingPassword = "correct horse battery"
@@ -50,15 +50,15 @@ func newOffboarding(t *testing.T) *offboarding {
 	return o
 }
 
-// browser is one person's cookie jar; redirects are not followed. The jar
+// personBrowser is one person's cookie jar; redirects are not followed. The jar
 // sends its cookies to both replicas (cookies do not care about ports), as a
 // load balancer in front of them would.
-type browser struct{ c *http.Client }
+type personBrowser struct{ c *http.Client }
 
-func (o *offboarding) signIn(t *testing.T, replica, email string) *browser {
+func (o *offboarding) signIn(t *testing.T, replica, email string) *personBrowser {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	b := &browser{c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	b := &personBrowser{c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	status, _ := b.form(t, replica+"/console/signin", url.Values{"email": {email}, "password": {offboardingPassword}}, false)
 	if status != http.StatusSeeOther {
 		t.Fatalf("sign in %s: %d", email, status)
@@ -66,7 +66,7 @@ func (o *offboarding) signIn(t *testing.T, replica, email string) *browser {
 	return b
 }
 
-func (b *browser) send(t *testing.T, req *http.Request) (int, string) {
+func (b *personBrowser) send(t *testing.T, req *http.Request) (int, string) {
 	t.Helper()
 	resp, err := b.c.Do(req)
 	must(t, err)
@@ -75,13 +75,13 @@ func (b *browser) send(t *testing.T, req *http.Request) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func (b *browser) get(t *testing.T, u string) (int, string) {
+func (b *personBrowser) get(t *testing.T, u string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	return b.send(t, req)
 }
 
-func (b *browser) form(t *testing.T, u string, form url.Values, htmx bool) (int, string) {
+func (b *personBrowser) form(t *testing.T, u string, form url.Values, htmx bool) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -93,7 +93,7 @@ func (b *browser) form(t *testing.T, u string, form url.Values, htmx bool) (int,
 
 // signedIn reports whether b's session is alive on replica: the members page
 // answers it, instead of sending it to sign in.
-func (b *browser) signedIn(t *testing.T, replica string) bool {
+func (b *personBrowser) signedIn(t *testing.T, replica string) bool {
 	t.Helper()
 	status, _ := b.get(t, replica+"/console/members")
 	return status == http.StatusOK
@@ -102,7 +102,7 @@ func (b *browser) signedIn(t *testing.T, replica string) bool {
 var tokenPlaintext = regexp.MustCompile(`tga_[A-Za-z0-9_-]+`)
 
 // adminToken makes an owner token through b's console session, as a person does.
-func (b *browser) adminToken(t *testing.T, replica string) string {
+func (b *personBrowser) adminToken(t *testing.T, replica string) string {
 	t.Helper()
 	status, body := b.form(t, replica+"/console/team/tokens", url.Values{"name": {"laptop"}, "role": {"owner"}, "expires_days": {"30"}}, true)
 	token := tokenPlaintext.FindString(body)

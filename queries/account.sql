@@ -12,3 +12,12 @@ SELECT EXISTS (SELECT 1 FROM member WHERE password_hash IS NOT NULL);
 -- scs's pgxstore ignores expired rows; this removes them (run at each sign-in,
 -- so no background goroutine needs stopping).
 DELETE FROM sessions WHERE expiry < now();
+
+-- name: SetupLock :exec
+-- Serialises first-run setups in this schema across replicas: held to the end
+-- of the transaction, so the second setup sees the owner the first committed.
+SELECT pg_advisory_xact_lock(hashtext('tollgate-setup:' || current_schema()));
+
+-- name: MemberAnyOwner :one
+-- Whether the deployment is past its first run: setup links work only before.
+SELECT EXISTS (SELECT 1 FROM member WHERE role = 'owner');

@@ -25,3 +25,11 @@ ORDER BY created_at DESC;
 DELETE FROM invite
 WHERE team_id = @team_id AND email = @email AND used_at IS NULL AND expires_at > now()
 RETURNING *;
+
+-- name: InviteUseAllSetup :exec
+-- Once the deployment has its owner, every other setup link is spent.
+UPDATE invite SET used_at = now() WHERE team_id IS NULL AND used_at IS NULL;
+
+-- name: InviteGetSetup :one
+-- A setup link in any state, to tell its holder that setup is done.
+SELECT * FROM invite WHERE token_hash = @token_hash AND team_id IS NULL;

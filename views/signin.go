@@ -27,6 +27,10 @@ type InviteAccept struct {
 	Email  string
 	Role   string
 	Error  string
+	// Methods are the team's enabled single sign-on methods, each completing
+	// the invite; PasswordOff leaves only them.
+	Methods     []SignInMethod
+	PasswordOff bool
 }
 
 // PasswordMinLen is the shortest password the store accepts, for the form's hint.

@@ -89,6 +89,7 @@ func config() huma.Config {
 func (a *API) Mount(r chi.Router) {
 	var doc *huma.OpenAPI
 	r.Group(func(r chi.Router) {
+		r.Use(noStore)
 		h := humachi.New(r, config())
 		h.UseMiddleware(a.authorize(), checkInput(), a.idempotent())
 		a.register(h)
@@ -187,6 +188,15 @@ func creating(op huma.Operation) huma.Operation {
 	op.Metadata["idempotent"] = true
 	op.Errors = append(op.Errors, http.StatusConflict, http.StatusUnprocessableEntity)
 	return op
+}
+
+// noStore keeps every answer out of caches: some carry a secret shown once (a
+// key's plaintext, an invite link), the rest a team's own data.
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // secret marks a creating operation whose response carries a secret shown

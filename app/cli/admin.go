@@ -44,7 +44,9 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   set-role       --team T --member E --role owner|member   (the last active owner cannot be demoted or disabled)
   list           teams | members|keys|routes --team T
   audit          [--team T] [--limit 50]
-  setup-link     prints a one-time link (24h) that creates a team and its owner in the console
+  setup-link     prints a one-time link (24h) that creates the first team and its owner in the console
+                 (refused once the gateway has an owner)
+  invite         --team T --email E [--role member|owner]   (prints a one-time link (72h) to join T)
   set-price      --model M [--input 3.00] [--output 15.00] [--cache-write 3.75] [--cache-write-1h 6.00]
                  [--cache-read 0.30] [--max-output N] [--tier-threshold N --tier-input 6.00 --tier-output 22.50
                  [--tier-cache-write ..] [--tier-cache-write-1h ..] [--tier-cache-read ..]] [--provider P]
@@ -87,8 +89,8 @@ func admin(ctx context.Context, args []string, env Env) error {
 		"add-target": routeTarget(true), "remove-target": routeTarget(false), "set-route": setRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
-		"set-role": setMemberRole,
-		"list":     list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
+		"set-role": setMemberRole, "invite": invite,
+		"list": list, "audit": audit, "set-limits": setLimits, "setup-link": setupLink,
 		"set-price": setPrice, "list-prices": listPrices, "usage": usageReport, "reconcile": reconcile,
 		"token": adminToken, "tier": adminTier, "budget": adminBudget,
 	}

@@ -156,7 +156,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if link != "" {
-		fmt.Fprintf(env.Stdout, "Nobody can sign in to the console yet. Open this one-time link (valid 24h) to create the first team and its owner:\n  %s\nA fresh one: tollgate admin setup-link\n", link)
+		fmt.Fprintf(env.Stdout, "This gateway has no owner yet. Open this one-time link (valid 24h, until an owner exists) to create the first team and its owner:\n  %s\nA fresh one: tollgate admin setup-link\n", link)
 	}
 	return listenAndServe(ctx, a, cfg, env, log, true)
 }

@@ -85,8 +85,6 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	must(price, err)
 	price.OutputPerMTok = 16_000_000
 	must(e.st.SetPrice(ctx, store.ActorCLI, price))
-	_, _, err = e.st.CreateSetupLink(ctx, store.ActorCLI)
-	must(nil, err)
 	must(e.st.CreateTier(ctx, by, o.TeamID, store.Tier{Name: "core", Weight: 2, AutoApprove: 1_000_000,
 		Limits: store.Limits{Budget: &budget, RatePeriod: time.Second}}))
 	must(e.st.ChangeTier(ctx, by, o.TeamID, "core", func(tr store.Tier) store.Tier { tr.Weight = 4; return tr }))

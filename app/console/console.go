@@ -164,6 +164,7 @@ func (c *Console) routes() []route {
 		{"POST", "/setup/{token}", anyone, c.completeSetup},
 		{"GET", "/invite/{token}", anyone, c.showInvite},
 		{"POST", "/invite/{token}", anyone, c.acceptInvite},
+		{"GET", "/invite/{token}/signin/{kind}", anyone, c.startInviteSSO},
 
 		{"POST", "/keys", member, c.createKey},
 		{"POST", "/keys/{id}/rotate", member, c.rotateKey},

@@ -19,7 +19,7 @@ import (
 
 func (c *Console) showHome(w http.ResponseWriter, r *http.Request) {
 	m := viewerFrom(r.Context()).member
-	c.renderKeys(w, r, http.StatusOK, m, c.popNewKeyOf(r.Context(), m.ID), "")
+	c.renderKeys(w, r, http.StatusOK, m, c.popNewKeyOf(w, r, m.ID), "")
 }
 
 // createKey issues a key to the viewer. The form takes a name and nothing else:
@@ -122,7 +122,7 @@ func (c *Console) afterKeyChange(w http.ResponseWriter, r *http.Request, m store
 		// The page that shows the result is fetched with a GET, so a reload
 		// does not issue another key; the new key's plaintext goes with it once.
 		if issued != nil {
-			c.putFlash(r.Context(), flashNewKey, issued)
+			c.putFlash(w, r, flashNewKey, issued)
 		}
 		http.Redirect(w, r, keysPageURL(viewerFrom(r.Context()), m), http.StatusSeeOther)
 		return

@@ -16,10 +16,7 @@ import (
 // used or expired token gets the same 404 page.
 
 func (c *Console) showSetup(w http.ResponseWriter, r *http.Request) {
-	inv, err := c.st.PendingInvite(r.Context(), chi.URLParam(r, "token"))
-	if err == nil && inv.TeamID != nil {
-		err = store.ErrNotFound // an invite, not a setup link
-	}
+	inv, err := c.st.PendingSetupLink(r.Context(), chi.URLParam(r, "token"))
 	if err != nil {
 		c.linkGone(w, r, err)
 		return
@@ -37,7 +34,7 @@ func (c *Console) completeSetup(w http.ResponseWriter, r *http.Request) {
 	token := chi.URLParam(r, "token")
 	m, err := c.st.CompleteSetup(r.Context(), token, form.Get("team"), form.Get("email"), form.Get("password"))
 	if msg := setupError(err); msg != "" {
-		inv, err := c.st.PendingInvite(r.Context(), token)
+		inv, err := c.st.PendingSetupLink(r.Context(), token)
 		if err != nil {
 			c.linkGone(w, r, err)
 			return
@@ -72,7 +69,9 @@ func (c *Console) showInvite(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, views.InviteAcceptPage(vm))
 }
 
-// acceptInvite sets the invited member's password and signs them in.
+// acceptInvite sets the invited member's password and signs them in. A team
+// that signs in only through its provider refuses the password (403): the
+// page then offers only its provider.
 func (c *Console) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	form, err := readForm(w, r, "password")
 	if err != nil {
@@ -80,14 +79,18 @@ func (c *Console) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := c.st.AcceptInvite(r.Context(), chi.URLParam(r, "token"), form.Get("password"))
-	if msg := validation(err); msg != "" {
+	status, msg := http.StatusUnprocessableEntity, validation(err)
+	if errors.Is(err, store.ErrPasswordSignInOff) {
+		status, msg = http.StatusForbidden, "This team signs in through its identity provider only, so the invite cannot be accepted with a password."
+	}
+	if msg != "" {
 		vm, err := c.inviteForm(r)
 		if err != nil {
 			c.linkGone(w, r, err)
 			return
 		}
 		vm.Error = msg
-		c.render(w, r, http.StatusUnprocessableEntity, views.InviteAcceptPage(vm))
+		c.render(w, r, status, views.InviteAcceptPage(vm))
 		return
 	}
 	if err != nil {
@@ -111,11 +114,26 @@ func (c *Console) inviteForm(r *http.Request) (views.InviteAccept, error) {
 	if err != nil {
 		return views.InviteAccept{}, err
 	}
-	return views.InviteAccept{Action: r.URL.Path, Team: team.Name, Email: inv.Email, Role: inv.Role}, nil
+	methods, err := c.st.SSOMethods(r.Context(), team.ID)
+	if err != nil {
+		return views.InviteAccept{}, err
+	}
+	vm := views.InviteAccept{Action: r.URL.Path, Team: team.Name, Email: inv.Email, Role: inv.Role, PasswordOff: !team.PasswordSignIn}
+	for _, m := range methods {
+		if m.Enabled {
+			vm.Methods = append(vm.Methods, views.SignInMethod{Label: "Continue with " + m.DisplayName,
+				URL: Prefix + "/invite/" + chi.URLParam(r, "token") + "/signin/" + m.Kind})
+		}
+	}
+	return vm, nil
 }
 
 // linkGone answers a link that cannot be used (or, for other errors, the funnel).
 func (c *Console) linkGone(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrSetupDone) {
+		c.render(w, r, http.StatusGone, views.SetupDonePage())
+		return
+	}
 	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
 		c.fail(w, r, err)
 		return

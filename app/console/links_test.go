@@ -42,16 +42,19 @@ func TestSetupLinkWorksOnce(t *testing.T) {
 		t.Errorf("the new owner on /console/members: %d", r.status)
 	}
 
-	// Used: the link is gone, for a page view and for a post.
+	// Used: the link says setup is done, for a page view and for a post; an
+	// unknown one is gone.
 	other := e.client()
 	for _, r := range []response{
 		other.get(path),
 		other.post(path, url.Values{"team": {"beta"}, "email": {"eve@beta.test"}, "password": {password}}),
-		other.get("/console/setup/not-a-token"),
 	} {
-		if r.status != http.StatusNotFound || !r.has("link-gone") {
-			t.Errorf("used or unknown setup link: %d, want 404 with the link-gone page", r.status)
+		if r.status != http.StatusGone || !r.has("setup-done") {
+			t.Errorf("used setup link: %d, want 410 with the setup-done page", r.status)
 		}
+	}
+	if r := other.get("/console/setup/not-a-token"); r.status != http.StatusNotFound || !r.has("link-gone") {
+		t.Errorf("unknown setup link: %d, want 404 with the link-gone page", r.status)
 	}
 	if teams, _ := e.st.Teams(t.Context()); len(teams) != 1 {
 		t.Errorf("%d teams after reusing the setup link, want 1", len(teams))

@@ -17,7 +17,7 @@ import (
 
 func (c *Console) listMembers(w http.ResponseWriter, r *http.Request) {
 	var invite views.Invite // an invite the previous request made, shown once
-	c.popFlash(r.Context(), flashInvite, &invite)
+	c.popFlash(w, r, flashInvite, &invite)
 	vm, err := c.membersPage(r.Context(), invite)
 	if err != nil {
 		c.fail(w, r, err)
@@ -105,7 +105,7 @@ func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
 	} else {
 		vm = views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)}
 		if !isHTMX(r) {
-			c.putFlash(r.Context(), flashInvite, vm)
+			c.putFlash(w, r, flashInvite, vm)
 			http.Redirect(w, r, Prefix+"/members", http.StatusSeeOther)
 			return
 		}
@@ -155,7 +155,7 @@ func (c *Console) reissueInvite(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	c.putFlash(r.Context(), flashInvite, views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)})
+	c.putFlash(w, r, flashInvite, views.Invite{Link: InviteURL(c.publicURL, token), LinkEmail: inv.Email, ExpiresAt: formatTime(inv.ExpiresAt)})
 	http.Redirect(w, r, Prefix+"/members#invite", http.StatusSeeOther)
 }
 
@@ -173,7 +173,7 @@ func (c *Console) showMember(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	vm, err := c.memberPage(r.Context(), m, c.popNewKeyOf(r.Context(), m.ID), "")
+	vm, err := c.memberPage(r.Context(), m, c.popNewKeyOf(w, r, m.ID), "")
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -29,7 +29,8 @@ const (
 	sessionSSOState    = "sso_state"
 	sessionSSONonce    = "sso_nonce"
 	sessionSSOVerifier = "sso_verifier"
-	sessionSSONext     = "sso_next" // the console page to return to, as the password sign-in keeps it
+	sessionSSONext     = "sso_next"   // the console page to return to, as the password sign-in keeps it
+	sessionSSOInvite   = "sso_invite" // the invite the flow completes (store.InviteRef, never the link)
 )
 
 // ssoCheckTimeout bounds trying a configuration against its provider.
@@ -98,9 +99,44 @@ func (c *Console) startSSO(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	c.beginSSO(w, r, method, safeNext(r.URL.Query().Get("next")), "")
+}
+
+// startInviteSSO completes an invite through one of the invited team's
+// methods: the same flow as a sign-in, with the invite kept (by reference) in
+// the session for the callback. It is the only way into a team whose password
+// sign-in is off.
+func (c *Console) startInviteSSO(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	token := chi.URLParam(r, "token")
+	inv, err := c.st.PendingInvite(ctx, token)
+	if err == nil && inv.TeamID == nil {
+		err = store.ErrNotFound // a setup link, not an invite
+	}
+	var team store.Team
+	if err == nil {
+		team, err = c.st.FindTeam(ctx, strconv.FormatInt(*inv.TeamID, 10))
+	}
+	if err != nil {
+		c.linkGone(w, r, err)
+		return
+	}
+	method, err := c.st.EnabledSSOMethod(ctx, team.Name, chi.URLParam(r, "kind"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.beginSSO(w, r, method, "", store.InviteRef(token))
+}
+
+// beginSSO sends the browser to method's provider, keeping the flow's state,
+// nonce and PKCE verifier, where to go afterwards and the invite it completes
+// ("" for a sign-in) in its session.
+func (c *Console) beginSSO(w http.ResponseWriter, r *http.Request, method store.SSOMethod, next, inviteRef string) {
 	if c.ssoThrottled(w, r) {
 		return
 	}
+	ctx := r.Context()
 	url, flow, err := c.sso.Begin(ctx, c.ssoConfig(method))
 	if err != nil {
 		c.ssoFailed(w, r, method, err)
@@ -110,13 +146,14 @@ func (c *Console) startSSO(w http.ResponseWriter, r *http.Request) {
 	c.sessions.Put(ctx, sessionSSOState, flow.State)
 	c.sessions.Put(ctx, sessionSSONonce, flow.Nonce)
 	c.sessions.Put(ctx, sessionSSOVerifier, flow.Verifier)
-	c.sessions.Put(ctx, sessionSSONext, safeNext(r.URL.Query().Get("next")))
+	c.sessions.Put(ctx, sessionSSONext, next)
+	c.sessions.Put(ctx, sessionSSOInvite, inviteRef)
 	http.Redirect(w, r, url, http.StatusSeeOther)
 }
 
 // finishSSO is the provider's redirect back: the flow is taken out of the
 // session (a callback works once), the provider's answer verified, and the
-// team's join policy applied by the store.
+// team's join policy applied by the store, or the flow's invite completed.
 func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	method, err := c.st.EnabledSSOMethod(ctx, chi.URLParam(r, "team"), chi.URLParam(r, "kind"))
@@ -131,6 +168,7 @@ func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 	flow := sso.Flow{State: c.sessions.PopString(ctx, sessionSSOState), Nonce: c.sessions.PopString(ctx, sessionSSONonce),
 		Verifier: c.sessions.PopString(ctx, sessionSSOVerifier)}
 	next := safeNext(c.sessions.PopString(ctx, sessionSSONext))
+	inviteRef := c.sessions.PopString(ctx, sessionSSOInvite)
 	if started != method.TeamName+"/"+method.Kind {
 		flow = sso.Flow{} // a flow of another method: its state cannot match this callback
 	}
@@ -139,7 +177,17 @@ func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 		c.ssoFailed(w, r, method, err)
 		return
 	}
-	m, err := c.st.SSOSignIn(ctx, method, store.SSOIdentity{Email: id.Email, OrgMember: id.OrgMember})
+	identity := store.SSOIdentity{Email: id.Email, OrgMember: id.OrgMember}
+	var m store.Member
+	if inviteRef != "" {
+		m, err = c.st.AcceptInviteSSO(ctx, method, inviteRef, identity)
+		if errors.Is(err, store.ErrNotFound) {
+			c.linkGone(w, r, err) // used or expired while the person was at the provider
+			return
+		}
+	} else {
+		m, err = c.st.SSOSignIn(ctx, method, identity)
+	}
 	if err != nil {
 		c.ssoFailed(w, r, method, err)
 		return

@@ -22,7 +22,7 @@ const flashNewAdminToken = "flash_new_admin_token" // a token just made, with it
 func (c *Console) listAdminTokens(w http.ResponseWriter, r *http.Request) {
 	var section views.AdminTokens
 	var issued views.NewAdminToken
-	if c.popFlash(r.Context(), flashNewAdminToken, &issued) {
+	if c.popFlash(w, r, flashNewAdminToken, &issued) {
 		section.New = &issued
 	}
 	c.renderAdminTokens(w, r, http.StatusOK, section)
@@ -61,7 +61,7 @@ func (c *Console) createAdminToken(w http.ResponseWriter, r *http.Request) {
 	}
 	issued := views.NewAdminToken{ID: t.ID, Name: t.Name, Role: t.Role, ExpiresAt: formatTime(t.ExpiresAt), Plaintext: t.Plaintext}
 	if !isHTMX(r) {
-		c.putFlash(ctx, flashNewAdminToken, issued)
+		c.putFlash(w, r, flashNewAdminToken, issued)
 		http.Redirect(w, r, views.AdminTokensURL, http.StatusSeeOther)
 		return
 	}

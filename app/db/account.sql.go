@@ -20,6 +20,18 @@ func (q *Queries) MemberAnyCanSignIn(ctx context.Context, db DBTX) (bool, error)
 	return exists, err
 }
 
+const memberAnyOwner = `-- name: MemberAnyOwner :one
+SELECT EXISTS (SELECT 1 FROM member WHERE role = 'owner')
+`
+
+// Whether the deployment is past its first run: setup links work only before.
+func (q *Queries) MemberAnyOwner(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, memberAnyOwner)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const memberGetForSignIn = `-- name: MemberGetForSignIn :one
 SELECT id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch FROM member WHERE email = $1
 `
@@ -66,5 +78,16 @@ DELETE FROM sessions WHERE expiry < now()
 // so no background goroutine needs stopping).
 func (q *Queries) SessionDeleteExpired(ctx context.Context, db DBTX) error {
 	_, err := db.Exec(ctx, sessionDeleteExpired)
+	return err
+}
+
+const setupLock = `-- name: SetupLock :exec
+SELECT pg_advisory_xact_lock(hashtext('tollgate-setup:' || current_schema()))
+`
+
+// Serialises first-run setups in this schema across replicas: held to the end
+// of the transaction, so the second setup sees the owner the first committed.
+func (q *Queries) SetupLock(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, setupLock)
 	return err
 }

@@ -66,6 +66,26 @@ func (q *Queries) InviteGetPending(ctx context.Context, db DBTX, tokenHash []byt
 	return i, err
 }
 
+const inviteGetSetup = `-- name: InviteGetSetup :one
+SELECT token_hash, team_id, email, role, created_at, expires_at, used_at FROM invite WHERE token_hash = $1 AND team_id IS NULL
+`
+
+// A setup link in any state, to tell its holder that setup is done.
+func (q *Queries) InviteGetSetup(ctx context.Context, db DBTX, tokenHash []byte) (Invite, error) {
+	row := db.QueryRow(ctx, inviteGetSetup, tokenHash)
+	var i Invite
+	err := row.Scan(
+		&i.TokenHash,
+		&i.TeamID,
+		&i.Email,
+		&i.Role,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+	)
+	return i, err
+}
+
 const inviteListPending = `-- name: InviteListPending :many
 SELECT token_hash, team_id, email, role, created_at, expires_at, used_at FROM invite
 WHERE team_id = $1 AND used_at IS NULL AND expires_at > now()
@@ -161,4 +181,14 @@ func (q *Queries) InviteUse(ctx context.Context, db DBTX, tokenHash []byte) (Inv
 		&i.UsedAt,
 	)
 	return i, err
+}
+
+const inviteUseAllSetup = `-- name: InviteUseAllSetup :exec
+UPDATE invite SET used_at = now() WHERE team_id IS NULL AND used_at IS NULL
+`
+
+// Once the deployment has its owner, every other setup link is spent.
+func (q *Queries) InviteUseAllSetup(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, inviteUseAllSetup)
+	return err
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -72,12 +73,22 @@ func linkHash(token string) []byte {
 	return h[:]
 }
 
+// ErrSetupDone refuses a setup link once the deployment has an owner: setup
+// links make the first team only, so a link read from an old start log is
+// worthless. Further teams are made by the operator, their owners invited.
+var ErrSetupDone = errors.New("this gateway already has an owner, so setup links no longer work; " +
+	"an owner of a further team joins through an invite (tollgate admin invite --role owner)")
+
 // CreateSetupLink makes a first-run link that creates a team and its owner. It
-// returns the token, which exists nowhere else: only its hash is stored.
+// returns the token, which exists nowhere else: only its hash is stored. Once
+// an owner exists it is ErrSetupDone.
 func (s *Store) CreateSetupLink(ctx context.Context, actor Actor) (string, Invite, error) {
 	token, hash := newLinkToken()
 	var inv Invite
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if done, err := s.q.MemberAnyOwner(ctx, tx); err != nil || done {
+			return cmp.Or(err, ErrSetupDone)
+		}
 		row, err := s.q.InviteCreate(ctx, tx, db.InviteCreateParams{TokenHash: hash, Role: RoleOwner,
 			ExpiresAt: time.Now().Add(SetupLinkTTL)})
 		if err != nil {
@@ -209,8 +220,33 @@ func (s *Store) PendingInvites(ctx context.Context, teamID int64) ([]Invite, err
 	return invites, nil
 }
 
+// PendingSetupLink is PendingInvite for a setup link: an invite's token is
+// ErrNotFound, and any setup link, used, spent or not, is ErrSetupDone once an
+// owner exists, so its holder learns why it stopped working.
+func (s *Store) PendingSetupLink(ctx context.Context, token string) (Invite, error) {
+	done, err := s.q.MemberAnyOwner(ctx, s.pool)
+	if err != nil {
+		return Invite{}, fmt.Errorf("store: setup link: %w", err)
+	}
+	if done {
+		if _, err := s.q.InviteGetSetup(ctx, s.pool, linkHash(token)); err != nil {
+			return Invite{}, fmt.Errorf("store: setup link: %w", mapErr(err))
+		}
+		return Invite{}, fmt.Errorf("store: setup link: %w", ErrSetupDone)
+	}
+	inv, err := s.PendingInvite(ctx, token)
+	if err == nil && inv.TeamID != nil {
+		err = ErrNotFound // an invite, not a setup link
+	}
+	return inv, err
+}
+
 // CompleteSetup uses a setup link: it creates the team and its owner with a
-// password, all or nothing, so a refused form leaves the link usable.
+// password, all or nothing, so a refused form leaves the link usable. It works
+// only while the deployment has no owner, once across replicas: setups take an
+// advisory lock for their transaction, so of two racing (on one link or two)
+// the second waits, then finds the first's owner and is ErrSetupDone. The
+// winner spends every other setup link.
 func (s *Store) CompleteSetup(ctx context.Context, token, teamName, email, password string) (Member, error) {
 	email, err := checkMember(email, RoleOwner)
 	if err != nil {
@@ -225,6 +261,12 @@ func (s *Store) CompleteSetup(ctx context.Context, token, teamName, email, passw
 	}
 	var m Member
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := s.q.SetupLock(ctx, tx); err != nil {
+			return err
+		}
+		if done, err := s.q.MemberAnyOwner(ctx, tx); err != nil || done {
+			return cmp.Or(err, ErrSetupDone)
+		}
 		inv, err := s.q.InviteUse(ctx, tx, linkHash(token))
 		if err != nil {
 			return mapErr(err)
@@ -239,6 +281,9 @@ func (s *Store) CompleteSetup(ctx context.Context, token, teamName, email, passw
 		if m, err = s.addMember(ctx, tx, ActorSetupLink, team.ID, email, RoleOwner); err != nil {
 			return err
 		}
+		if err := s.q.InviteUseAllSetup(ctx, tx); err != nil {
+			return err
+		}
 		return s.setPassword(ctx, tx, ActorSetupLink, m, hash)
 	})
 	if err != nil {
@@ -248,7 +293,10 @@ func (s *Store) CompleteSetup(ctx context.Context, token, teamName, email, passw
 }
 
 // AcceptInvite uses an invite link: it adds the member (or finds the one the
-// CLI added) and sets their password, all or nothing.
+// CLI added) and sets their password, all or nothing. A team whose password
+// sign-in is off is ErrPasswordSignInOff, the link left usable: its invites
+// are completed through its provider (AcceptInviteSSO), or a password would
+// bypass the provider and its MFA.
 func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Member, error) {
 	hash, err := hashPassword(password)
 	if err != nil {
@@ -262,6 +310,14 @@ func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Membe
 		}
 		if inv.TeamID == nil {
 			return ErrNotFound // a setup link, not an invite
+		}
+		// Locked: password sign-in turned off meanwhile waits for this, or this for it.
+		team, err := s.q.TeamLock(ctx, tx, *inv.TeamID)
+		if err != nil {
+			return err
+		}
+		if !team.PasswordSignIn {
+			return ErrPasswordSignInOff
 		}
 		// Locked: two invites to one member accepted at once must not both set a password.
 		row, err := s.q.MemberLockByEmail(ctx, tx, db.MemberLockByEmailParams{TeamID: *inv.TeamID, Email: inv.Email})

@@ -40,6 +40,15 @@ func TestSetupLink(t *testing.T) {
 	if ok := must(a.st.AnyCanSignIn(ctx))(t); ok {
 		t.Fatal("AnyCanSignIn on an empty database = true")
 	}
+	expired := mustLink(t)(a.st.CreateSetupLink(ctx, store.ActorCLI))
+	a.expireLinks(t)
+	a.refused(t, "Expired", "notfound", func() error {
+		_, err := a.st.CompleteSetup(ctx, expired, "beta", "other@acme.test", password)
+		return err
+	})
+
+	// Another link, as a second replica prints at its start.
+	printed := mustLink(t)(a.st.CreateSetupLink(ctx, store.ActorCLI))
 	token, inv, err := a.st.CreateSetupLink(ctx, store.ActorCLI)
 	if err != nil || inv.TeamID != nil || inv.Role != store.RoleOwner {
 		t.Fatalf("CreateSetupLink = %+v, %v; want an owner link without a team", inv, err)
@@ -80,17 +89,20 @@ func TestSetupLink(t *testing.T) {
 	if m := must(a.st.SignIn(ctx, " OWNER@acme.test", password))(t); m.ID != owner.ID {
 		t.Errorf("SignIn = %+v, want the owner", m)
 	}
-	a.refused(t, "SecondUse", "notfound", func() error {
+	// Once an owner exists, every setup link is refused: this one, the other
+	// printed before (spent, too), and any new one.
+	a.refused(t, "SecondUse", "setupdone", func() error {
 		_, err := a.st.CompleteSetup(ctx, token, "beta", "other@acme.test", password)
 		return err
 	})
-
-	expired := mustLink(t)(a.st.CreateSetupLink(ctx, store.ActorCLI))
-	a.expireLinks(t)
-	a.refused(t, "Expired", "notfound", func() error {
-		_, err := a.st.CompleteSetup(ctx, expired, "beta", "other@acme.test", password)
+	a.refused(t, "PrintedBefore", "setupdone", func() error {
+		_, err := a.st.CompleteSetup(ctx, printed, "beta", "other@acme.test", password)
 		return err
 	})
+	if _, err := a.st.PendingInvite(ctx, printed); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a setup link printed before the owner is still pending: %v", err)
+	}
+	a.refused(t, "NewLink", "setupdone", func() error { _, _, err := a.st.CreateSetupLink(ctx, store.ActorCLI); return err })
 }
 
 func TestInvite(t *testing.T) {
@@ -174,6 +186,47 @@ func TestInvite(t *testing.T) {
 		t.Errorf("PendingInvite(expired) err = %v, want ErrNotFound", err)
 	}
 	a.refused(t, "Expired", "notfound", func() error { _, err := a.st.AcceptInvite(ctx, late, password); return err })
+}
+
+// TestInviteToSSOOnlyTeam: with password sign-in off, a password is refused
+// and uses nothing; the team's provider completes the invite only for the
+// invited email, only for that team, and as the invite's role.
+func TestInviteToSSOOnlyTeam(t *testing.T) {
+	t.Parallel()
+	a := setupAccounts(t)
+	ctx := t.Context()
+	team := must(a.st.CreateTeam(ctx, actor, "acme"))(t)
+	other := must(a.st.CreateTeam(ctx, actor, "other"))(t)
+	method := store.SSOMethod{TeamID: team.ID, TeamName: "acme", Kind: store.SignInOIDC, IssuerURL: "https://id.example",
+		ClientID: "tollgate", JoinPolicy: store.JoinInvited, Enabled: true}
+	method = must(a.st.SetSSOMethod(ctx, actor, method))(t)
+	must(a.st.SetPasswordSignIn(ctx, actor, team.ID, false))(t)
+	token := mustLink(t)(a.st.CreateInvite(ctx, actor, team.ID, "boss@acme.test", store.RoleOwner))
+	ref := store.InviteRef(token)
+
+	if _, err := a.st.AcceptInvite(ctx, token, password); !errors.Is(err, store.ErrPasswordSignInOff) {
+		t.Fatalf("AcceptInvite with password sign-in off: %v, want ErrPasswordSignInOff", err)
+	}
+	otherMethod := method
+	otherMethod.TeamID, otherMethod.TeamName = other.ID, "other"
+	a.refused(t, "OtherTeamsMethod", "notfound", func() error {
+		_, err := a.st.AcceptInviteSSO(ctx, otherMethod, ref, store.SSOIdentity{Email: "boss@acme.test"})
+		return err
+	})
+	if _, err := a.st.AcceptInviteSSO(ctx, method, ref, store.SSOIdentity{Email: "mallory@acme.test"}); !errors.As(err, new(*store.SignInRefusedError)) {
+		t.Errorf("another identity: %v, want SignInRefusedError", err)
+	}
+	if _, err := a.st.PendingInvite(ctx, token); err != nil {
+		t.Fatalf("refusals used the invite: %v", err)
+	}
+	boss := must(a.st.AcceptInviteSSO(ctx, method, ref, store.SSOIdentity{Email: " Boss@acme.test"}))(t)
+	if boss.Role != store.RoleOwner || boss.SignInMethod != store.SignInOIDC || boss.TeamID != team.ID {
+		t.Errorf("completed invite made %+v, want acme's owner signed in by OIDC", boss)
+	}
+	a.refused(t, "Twice", "notfound", func() error {
+		_, err := a.st.AcceptInviteSSO(ctx, method, ref, store.SSOIdentity{Email: "boss@acme.test"})
+		return err
+	})
 }
 
 func TestSignInFailuresLookAlike(t *testing.T) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -358,4 +359,62 @@ func (s *Store) admits(ctx context.Context, tx pgx.Tx, method SSOMethod, email s
 		}
 	}
 	return nil
+}
+
+// InviteRef names an invite link without being it: the link's stored hash,
+// which a single sign-on flow keeps in the session from its start to its
+// callback, so sessions never hold a usable link.
+func InviteRef(token string) string { return base64.RawURLEncoding.EncodeToString(linkHash(token)) }
+
+// AcceptInviteSSO completes the invite ref names through method, a method of
+// the invited team, for the person its provider vouches for: their verified
+// email must be the invite's. It adds the member with the invite's role (or
+// finds the one the CLI added), all or nothing, so a refusal leaves the link
+// usable. An unknown, used or expired link, or one to another team, is
+// ErrNotFound; a person the invite is not for is SignInRefusedError.
+func (s *Store) AcceptInviteSSO(ctx context.Context, method SSOMethod, ref string, id SSOIdentity) (Member, error) {
+	hash, err := base64.RawURLEncoding.DecodeString(ref)
+	if err != nil {
+		return Member{}, fmt.Errorf("store: %s invite: %w", method.Kind, ErrNotFound)
+	}
+	email := strings.ToLower(strings.TrimSpace(id.Email))
+	if method.AllowedOrg != "" && !id.OrgMember {
+		return Member{}, refuseSignIn("you are not an active member of the GitHub organisation %s", method.AllowedOrg)
+	}
+	var m Member
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		inv, err := s.q.InviteUse(ctx, tx, hash)
+		if err != nil {
+			return mapErr(err)
+		}
+		if inv.TeamID == nil || *inv.TeamID != method.TeamID {
+			return ErrNotFound
+		}
+		if email != inv.Email {
+			return refuseSignIn("the provider signed you in as %s, but this invite is for %s; sign in to the provider as %s",
+				id.Email, inv.Email, inv.Email)
+		}
+		row, err := s.q.MemberLockByEmail(ctx, tx, db.MemberLockByEmailParams{TeamID: method.TeamID, Email: inv.Email})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			m, err = s.addMember(ctx, tx, ActorInviteLink, method.TeamID, inv.Email, inv.Role)
+			if errors.Is(err, ErrConflict) {
+				return refuseSignIn("%s belongs to another team on this gateway", inv.Email)
+			} else if err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case row.Status != StatusActive:
+			return refuseSignIn("%s is cut off from team %s; an owner can restore access", inv.Email, method.TeamName)
+		default:
+			m = memberFrom(row)
+		}
+		m.SignInMethod = method.Kind
+		return s.q.MemberSetSignInMethod(ctx, tx, db.MemberSetSignInMethodParams{TeamID: m.TeamID, ID: m.ID, SignInMethod: &m.SignInMethod})
+	})
+	if err != nil {
+		return Member{}, fmt.Errorf("store: %s invite: %w", method.Kind, err)
+	}
+	return m, nil
 }

@@ -127,7 +127,7 @@ func (f *fixture) refused(t *testing.T, name, field string, write func() error) 
 	if entries := f.audited(t, func() { err = write() }); len(entries) != 0 {
 		t.Errorf("%s: refused write audited %q", name, actions(entries))
 	}
-	if want := map[string]error{"conflict": store.ErrConflict, "notfound": store.ErrNotFound}[field]; want != nil {
+	if want := map[string]error{"conflict": store.ErrConflict, "notfound": store.ErrNotFound, "setupdone": store.ErrSetupDone}[field]; want != nil {
 		if !errors.Is(err, want) {
 			t.Errorf("%s: err = %v, want %v", name, err, want)
 		}
