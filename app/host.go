@@ -43,7 +43,8 @@ func publicHost(publicURL string) func(string) bool {
 
 // adminHost allows IP literals, loopback names and the operator's ADMIN_HOSTS
 // on the admin listener; an empty Host (HTTP/1.0) is no browser's.
-func adminHost(hosts []string) func(string) bool {
+func adminHost(list string) func(string) bool {
+	hosts := strings.Split(list, ",")
 	return func(host string) bool {
 		if _, err := netip.ParseAddr(host); err == nil {
 			return true

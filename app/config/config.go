@@ -157,11 +157,12 @@ type Config struct {
 	// /debug/pprof), apart from tenant traffic; "" when switched off. ADMIN_ADDR,
 	// default 127.0.0.1:9090; "off" disables it; in a container 0.0.0.0:9090.
 	AdminAddr string
-	// AdminHosts are the host names the admin listener answers under besides
-	// IP literals and localhost, so a DNS-rebinding page (a name of the
-	// attacker's that resolves to the listener) cannot read it. ADMIN_HOSTS,
-	// comma-separated, default none.
-	AdminHosts []string
+	// AdminHosts are the host names, comma-separated and in lower case, the
+	// admin listener answers under besides IP literals and localhost, so a
+	// DNS-rebinding page (a name of the attacker's that resolves to the
+	// listener) cannot read it. A string, not a slice, keeps Config comparable.
+	// ADMIN_HOSTS, default none.
+	AdminHosts string
 	// ClientIPHeader names the header a trusted proxy in front of every
 	// replica sets to the caller's address (Fly-Client-IP on Fly, or
 	// X-Forwarded-For, of which the last entry, the one the proxy appended, is

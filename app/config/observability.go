@@ -36,6 +36,7 @@ func (p *parser) loadObservability(c *Config) {
 	} else if c.AdminAddr == c.ListenAddr {
 		p.fail("ADMIN_ADDR", "must differ from the public listener %s: metrics and pprof are not for tenants", c.ListenAddr)
 	}
+	var hosts []string
 	for h := range strings.SplitSeq(p.str("ADMIN_HOSTS", ""), ",") {
 		if h = strings.ToLower(strings.TrimSpace(h)); h == "" {
 			continue
@@ -44,8 +45,9 @@ func (p *parser) loadObservability(c *Config) {
 			p.fail("ADMIN_HOSTS", "must be comma-separated host names without scheme or port, such as metrics.internal, not %q", h)
 			continue
 		}
-		c.AdminHosts = append(c.AdminHosts, h)
+		hosts = append(hosts, strings.TrimSuffix(h, "."))
 	}
+	c.AdminHosts = strings.Join(hosts, ",")
 	c.ClientIPHeader = p.str("CLIENT_IP_HEADER", "")
 	if c.ClientIPHeader != "" && !validHeaderName(c.ClientIPHeader) {
 		p.fail("CLIENT_IP_HEADER", "must be a header name such as Fly-Client-IP or X-Forwarded-For, not %q", c.ClientIPHeader)
