@@ -202,7 +202,7 @@ func TestConsoleAndAdminListenerCheckHost(t *testing.T) {
 	wantMisdirected := func(t *testing.T, what string, r response) {
 		t.Helper()
 		if r.status != http.StatusMisdirectedRequest || strings.Contains(r.body, "<") || r.header.Get("Set-Cookie") != "" {
-			t.Errorf("%s: %d %q, want a plain 421 and nothing else", what, r.status, r.body)
+			t.Errorf("%s: %d %.80q, want a plain 421 and nothing else", what, r.status, r.body)
 		}
 	}
 
