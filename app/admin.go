@@ -34,7 +34,7 @@ func (a *App) AdminRoutes() http.Handler {
 
 func (a *App) adminServer() *http.Server {
 	return &http.Server{
-		Handler:           a.AdminRoutes(),
+		Handler:           onlyHosts(adminHost(a.cfg.AdminHosts))(a.AdminRoutes()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),

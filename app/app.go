@@ -74,6 +74,12 @@ type options struct {
 	resilience     proxy.ResilienceOptions
 	limiterNow     func() time.Time
 	now            func() time.Time
+	signInLimit    console.SignInLimit
+}
+
+// WithSignInLimit replaces the console's sign-in limits (tests lower them).
+func WithSignInLimit(l console.SignInLimit) Option {
+	return func(o *options) { o.signInLimit = l }
 }
 
 // WithClock replaces this replica's own clock (the request's start, its ledger
@@ -213,7 +219,8 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	m.WatchSettles(a.gateway.SettleStats)
 	m.WatchProviderLimits(a.gateway.ProviderLimitStats)
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
-		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live, SSO: sso.Options{Outbound: outbound}})
+		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live, SSO: sso.Options{Outbound: outbound}, SignInLimit: o.signInLimit,
+		Redis: redisClient, RedisKeyPrefix: cfg.RedisKeyPrefix, ClientIPHeader: cfg.ClientIPHeader})
 	a.api = api.New(api.Options{Store: st, Limiter: lim, Redis: redisLimiter, Logger: log, PublicURL: cfg.PublicURL,
 		KeyRotationGrace: cfg.KeyRotationGrace})
 	return a, nil
@@ -260,7 +267,10 @@ func (a *App) Routes() http.Handler {
 	}
 	r.Use(recoverer(a.log))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	// The console and the admin API answer only under PUBLIC_URL's host; the
+	// gateway's routes answer under any, since SDKs use whatever name reaches it.
 	r.Group(func(r chi.Router) {
+		r.Use(onlyHosts(publicHost(a.cfg.PublicURL)))
 		r.Use(a.reloadBeforeAnswer)
 		a.console.Mount(r)
 		a.api.Mount(r)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate/tollgate/app/apptest"
 	"github.com/tollgate/tollgate/app/store"
 )
 
@@ -14,6 +15,7 @@ import (
 func TestOutOfRangeArgumentsRefused(t *testing.T) {
 	t.Parallel()
 	c := newTool(t)
+	c.vars["CREDENTIAL_GRANTS"] = apptest.LoopbackGrants(nil)
 	c.ok("admin", "create-team", "--name", "acme")
 	c.ok("admin", "add-member", "--team", "acme", "--email", "ada@acme.test")
 	c.ok("admin", "set-limits", "--team", "acme", "--member", "ada@acme.test", "--budget", "5")

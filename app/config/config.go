@@ -161,6 +161,19 @@ type Config struct {
 	// /debug/pprof), apart from tenant traffic; "" when switched off. ADMIN_ADDR,
 	// default 127.0.0.1:9090; "off" disables it; in a container 0.0.0.0:9090.
 	AdminAddr string
+	// AdminHosts are the host names, comma-separated and in lower case, the
+	// admin listener answers under besides IP literals and localhost, so a
+	// DNS-rebinding page (a name of the attacker's that resolves to the
+	// listener) cannot read it. A string, not a slice, keeps Config comparable.
+	// ADMIN_HOSTS, default none.
+	AdminHosts string
+	// ClientIPHeader names the header a trusted proxy in front of every
+	// replica sets to the caller's address (Fly-Client-IP on Fly, or
+	// X-Forwarded-For, of which the last entry, the one the proxy appended, is
+	// taken); sign-ins are throttled per that address. CLIENT_IP_HEADER,
+	// default none: the connection's peer, since without such a proxy any
+	// caller could send the header and pick a fresh address per attempt.
+	ClientIPHeader string
 	// DrainDelay is how long /readyz answers "draining" on SIGTERM before the
 	// public listener stops taking requests, so load balancers stop sending them
 	// first. DRAIN_DELAY, default 5s.

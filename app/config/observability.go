@@ -36,9 +36,35 @@ func (p *parser) loadObservability(c *Config) {
 	} else if c.AdminAddr == c.ListenAddr {
 		p.fail("ADMIN_ADDR", "must differ from the public listener %s: metrics and pprof are not for tenants", c.ListenAddr)
 	}
+	var hosts []string
+	for h := range strings.SplitSeq(p.str("ADMIN_HOSTS", ""), ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, ":/[]@ ") {
+			p.fail("ADMIN_HOSTS", "must be comma-separated host names without scheme or port, such as metrics.internal, not %q", h)
+			continue
+		}
+		hosts = append(hosts, strings.TrimSuffix(h, "."))
+	}
+	c.AdminHosts = strings.Join(hosts, ",")
+	c.ClientIPHeader = p.str("CLIENT_IP_HEADER", "")
+	if c.ClientIPHeader != "" && !validHeaderName(c.ClientIPHeader) {
+		p.fail("CLIENT_IP_HEADER", "must be a header name such as Fly-Client-IP or X-Forwarded-For, not %q", c.ClientIPHeader)
+	}
 	c.DrainDelay = p.duration("DRAIN_DELAY", 5*time.Second, 0)
 	c.LogSampleEvery = int(p.int64("LOG_SAMPLE_EVERY", 1, 1))
 	c.Tracing = p.tracing()
+}
+
+// validHeaderName reports whether s is an HTTP header name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // tracing reads the OTEL_* variables: tracing is on when an OTLP endpoint is

@@ -20,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/app/live"
 	"github.com/tollgate/tollgate/app/sso"
@@ -46,8 +47,16 @@ type Options struct {
 	// default 8h. SessionLifetime ends it regardless; default 24h.
 	SessionIdleTimeout time.Duration
 	SessionLifetime    time.Duration
-	// SignInLimit bounds failed sign-ins; zero fields take the defaults.
+	// SignInLimit bounds sign-in attempts; zero fields take the defaults.
 	SignInLimit SignInLimit
+	// Redis, when set, holds the sign-in throttle's counts under RedisKeyPrefix,
+	// so every replica shares them; nil keeps them in this process, which is
+	// exact only while one replica runs.
+	Redis          redis.UniversalClient
+	RedisKeyPrefix string
+	// ClientIPHeader names the header a trusted proxy sets to the caller's
+	// address; "" takes the connection's peer (CLIENT_IP_HEADER).
+	ClientIPHeader string
 	// Live is the gateway's live traffic, summed over every replica; nil shows
 	// "—" where live figures would be.
 	Live *live.Stats
@@ -60,8 +69,9 @@ type Options struct {
 	SSO sso.Options
 }
 
-// SignInLimit is how many failed sign-ins are allowed within Window, per
-// account (default 10) and per remote address (default 50); default window 15m.
+// SignInLimit is how many sign-in attempts are allowed within Window, per
+// account (default 10) and per client address (default 50); default window
+// 15m. A successful sign-in gives its attempt back.
 type SignInLimit struct {
 	PerAccount int
 	PerAddress int
@@ -76,8 +86,10 @@ type Console struct {
 	log       *slog.Logger
 	grace     time.Duration
 	sessions  *scs.SessionManager
-	accounts  *throttle
-	addresses *throttle
+	throttle  throttle
+	limit     SignInLimit
+	// clientIPHeader is Options.ClientIPHeader.
+	clientIPHeader string
 	// hashing bounds concurrent sign-in attempts, each of which costs a
 	// memory-hard password hash (19 MiB), so a flood cannot exhaust memory.
 	hashing chan struct{}
@@ -99,20 +111,24 @@ func New(o Options) *Console {
 		Window:     cmp.Or(o.SignInLimit.Window, 15*time.Minute),
 	}
 	c := &Console{
-		st:        o.Store,
-		getenv:    o.Getenv,
-		publicURL: strings.TrimRight(o.PublicURL, "/"),
-		log:       o.Logger,
-		grace:     cmp.Or(o.KeyRotationGrace, 24*time.Hour),
-		accounts:  newThrottle(limit.PerAccount, limit.Window),
-		addresses: newThrottle(limit.PerAddress, limit.Window),
-		hashing:   make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
-		sso:       sso.New(o.SSO),
+		st:             o.Store,
+		getenv:         o.Getenv,
+		publicURL:      strings.TrimRight(o.PublicURL, "/"),
+		log:            o.Logger,
+		grace:          cmp.Or(o.KeyRotationGrace, 24*time.Hour),
+		throttle:       newLocalThrottle(limit.Window),
+		limit:          limit,
+		clientIPHeader: o.ClientIPHeader,
+		hashing:        make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		sso:            sso.New(o.SSO),
 
 		live:           o.Live,
 		streamInterval: cmp.Or(o.StreamInterval, time.Second),
 		streamLifetime: cmp.Or(o.StreamLifetime, time.Minute),
 		closing:        make(chan struct{}),
+	}
+	if o.Redis != nil {
+		c.throttle = newRedisThrottle(o.Redis, o.RedisKeyPrefix, limit.Window)
 	}
 	c.sessions = newSessions(o, c.log)
 	return c

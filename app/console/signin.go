@@ -2,10 +2,11 @@ package console
 
 import (
 	"cmp"
+	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -46,56 +47,91 @@ func safeNext(next string) string {
 	return next
 }
 
-// signIn checks an email and password. Failures are counted per account and
-// per remote address; past either limit every attempt is refused for a while,
-// right password or not. The message never says which part was wrong or
-// whether the account exists.
+// signIn checks an email and password. Each attempt takes a slot from its
+// account's and its client address's throttle before the password is
+// hashed; past either limit every attempt is refused for a while, right
+// password or not. The message never says which part was wrong or whether
+// the account exists.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	form, err := readForm(w, r, "email", "password", "next")
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
+	ctx := r.Context()
 	email := strings.ToLower(strings.TrimSpace(form.Get("email")))
-	next := safeNext(form.Get("next"))
-	account, address := "account:"+email, "address:"+remoteHost(r)
-	if wait := max(c.accounts.retryAfter(account), c.addresses.retryAfter(address)); wait > 0 {
-		observe.Security(r.Context(), c.log, "console_sign_in", "locked_out", slog.String("address", remoteHost(r)))
-		minutes := int(wait.Round(time.Minute) / time.Minute)
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-		c.renderSignIn(w, r, http.StatusTooManyRequests, views.SignIn{Email: email, Next: next,
-			Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(minutes, 1))})
+	vm := views.SignIn{Email: email, Next: safeNext(form.Get("next"))}
+	address := c.clientAddress(r)
+	account, addressKey := "account:"+email, addressBucket(address)
+	id := rand.Text()
+	wait, err := c.throttle.Take(ctx, id, bucket{account, c.limit.PerAccount}, bucket{addressKey, c.limit.PerAddress})
+	if err != nil {
+		c.throttleFailed(w, r, err, vm)
+		return
+	}
+	if wait > 0 {
+		observe.Security(ctx, c.log, "console_sign_in", "locked_out", slog.String("address", address))
+		c.tooMany(w, r, wait, vm)
 		return
 	}
 
 	select {
 	case c.hashing <- struct{}{}:
-	case <-r.Context().Done():
+	case <-ctx.Done():
+		c.giveBack(ctx, id, addressKey, account) // gone before any guess was made
 		return
 	}
-	m, err := c.st.SignIn(r.Context(), email, form.Get("password"))
+	m, err := c.st.SignIn(ctx, email, form.Get("password"))
 	<-c.hashing
-	if errors.Is(err, store.ErrBadCredentials) {
-		c.accounts.fail(account)
-		c.addresses.fail(address)
-		observe.Security(r.Context(), c.log, "console_sign_in", "failed", slog.String("address", remoteHost(r)))
-		c.renderSignIn(w, r, http.StatusUnauthorized, views.SignIn{Email: email, Next: next, Error: "Wrong email or password."})
+	switch {
+	case errors.Is(err, store.ErrBadCredentials):
+		observe.Security(ctx, c.log, "console_sign_in", "failed", slog.String("address", address))
+		vm.Error = "Wrong email or password."
+		c.renderSignIn(w, r, http.StatusUnauthorized, vm)
 		return
+	case err != nil && !errors.Is(err, store.ErrPasswordSignInOff):
+		c.fail(w, r, err)
+		return
+	}
+	// The password was right: this attempt was no guess, and the account's
+	// earlier failures no longer matter.
+	c.giveBack(ctx, id, addressKey)
+	if err := c.throttle.Reset(context.WithoutCancel(ctx), account); err != nil {
+		c.log.Warn("console: sign-in throttle not reset", "err", err)
 	}
 	if errors.Is(err, store.ErrPasswordSignInOff) {
-		c.accounts.reset(account)
-		c.renderSignIn(w, r, http.StatusForbidden, views.SignIn{Email: email, Next: next,
-			Error: "Your team signs in through single sign-on only: use its button above."})
+		vm.Error = "Your team signs in through single sign-on only: use its button above."
+		c.renderSignIn(w, r, http.StatusForbidden, vm)
 		return
 	}
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	c.accounts.reset(account)
-	if err := c.signInAs(w, r, m, cmp.Or(next, Prefix+"/")); err != nil {
+	if err := c.signInAs(w, r, m, cmp.Or(vm.Next, Prefix+"/")); err != nil {
 		c.fail(w, r, err)
 	}
+}
+
+// giveBack releases attempt id under keys; a failure only leaves the
+// attempt counted until the window ends.
+func (c *Console) giveBack(ctx context.Context, id string, keys ...string) {
+	if err := c.throttle.Release(context.WithoutCancel(ctx), id, keys...); err != nil {
+		c.log.Warn("console: sign-in attempt not given back", "err", err)
+	}
+}
+
+// tooMany answers an attempt refused by the throttle: 429, Retry-After and
+// the sign-in page saying how long to wait.
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, vm views.SignIn) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+	vm.Error = fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(int(wait.Round(time.Minute)/time.Minute), 1))
+	c.renderSignIn(w, r, http.StatusTooManyRequests, vm)
+}
+
+// throttleFailed answers an attempt the throttle could not count (Redis
+// unreachable): refused, since an uncounted attempt is an unlimited guess.
+func (c *Console) throttleFailed(w http.ResponseWriter, r *http.Request, err error, vm views.SignIn) {
+	c.log.Error("console: sign-in refused: the throttle is unavailable", "err", err)
+	w.Header().Set("Retry-After", "5")
+	vm.Error = "Sign-in is unavailable for a moment. Try again shortly."
+	c.renderSignIn(w, r, http.StatusServiceUnavailable, vm)
 }
 
 // signOut ends the session: its row is deleted, so the old cookie is worthless.
@@ -109,15 +145,4 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, Prefix+"/signin?signed_out", http.StatusSeeOther)
-}
-
-// remoteHost is the client's address as this process sees it. Behind a proxy
-// that is the proxy's address, which makes the per-address limit shared by
-// everyone behind it; the per-account limit still holds.
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

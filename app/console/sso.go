@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,13 +134,13 @@ func (c *Console) startInviteSSO(w http.ResponseWriter, r *http.Request) {
 // nonce and PKCE verifier, where to go afterwards and the invite it completes
 // ("" for a sign-in) in its session.
 func (c *Console) beginSSO(w http.ResponseWriter, r *http.Request, method store.SSOMethod, next, inviteRef string) {
-	if c.ssoThrottled(w, r) {
+	if c.ssoThrottled(w, r, "") {
 		return
 	}
 	ctx := r.Context()
 	url, flow, err := c.sso.Begin(ctx, c.ssoConfig(method))
 	if err != nil {
-		c.ssoFailed(w, r, method, err)
+		c.ssoFailed(w, r, method, "", err)
 		return
 	}
 	c.sessions.Put(ctx, sessionSSOMethod, method.TeamName+"/"+method.Kind)
@@ -161,7 +162,11 @@ func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	if c.ssoThrottled(w, r) {
+	// The callback takes its attempt before the provider's answer is checked,
+	// as a password sign-in does, so concurrent refused callbacks cannot all
+	// pass a check made before any of them is counted.
+	id := rand.Text()
+	if c.ssoThrottled(w, r, id) {
 		return
 	}
 	started := c.sessions.PopString(ctx, sessionSSOMethod)
@@ -172,52 +177,70 @@ func (c *Console) finishSSO(w http.ResponseWriter, r *http.Request) {
 	if started != method.TeamName+"/"+method.Kind {
 		flow = sso.Flow{} // a flow of another method: its state cannot match this callback
 	}
-	id, err := c.sso.Finish(ctx, c.ssoConfig(method), flow, r.URL.Query())
+	identity, err := c.sso.Finish(ctx, c.ssoConfig(method), flow, r.URL.Query())
 	if err != nil {
-		c.ssoFailed(w, r, method, err)
+		c.ssoFailed(w, r, method, id, err)
 		return
 	}
-	identity := store.SSOIdentity{Email: id.Email, OrgMember: id.OrgMember}
+	who := store.SSOIdentity{Email: identity.Email, OrgMember: identity.OrgMember}
 	var m store.Member
 	if inviteRef != "" {
-		m, err = c.st.AcceptInviteSSO(ctx, method, inviteRef, identity)
+		m, err = c.st.AcceptInviteSSO(ctx, method, inviteRef, who)
 		if errors.Is(err, store.ErrNotFound) {
 			c.linkGone(w, r, err) // used or expired while the person was at the provider
 			return
 		}
 	} else {
-		m, err = c.st.SSOSignIn(ctx, method, identity)
+		m, err = c.st.SSOSignIn(ctx, method, who)
 	}
 	if err != nil {
-		c.ssoFailed(w, r, method, err)
+		c.ssoFailed(w, r, method, id, err)
 		return
 	}
-	c.addresses.reset("sso:" + remoteHost(r))
+	c.giveBack(ctx, id, c.ssoKey(r))
 	if err := c.signInAs(w, r, m, cmp.Or(next, Prefix+"/")); err != nil {
 		c.fail(w, r, err)
 	}
 }
 
-// ssoThrottled refuses an address past its limit of failed SSO sign-ins, the
-// same limit (and counter kind) as password sign-ins.
-func (c *Console) ssoThrottled(w http.ResponseWriter, r *http.Request) bool {
-	wait := c.addresses.retryAfter("sso:" + remoteHost(r))
+// ssoKey is the throttle key of a single sign-on attempt: per client
+// address, apart from password sign-ins but under the same limit.
+func (c *Console) ssoKey(r *http.Request) string { return "sso:" + addressBucket(c.clientAddress(r)) }
+
+// ssoThrottled refuses an address past its limit of failed SSO sign-ins. With
+// an attempt id it takes that attempt's slot; without one (the start of a
+// flow, which is no attempt yet) it only looks.
+func (c *Console) ssoThrottled(w http.ResponseWriter, r *http.Request, id string) bool {
+	bucket := bucket{c.ssoKey(r), c.limit.PerAddress}
+	var wait time.Duration
+	var err error
+	if id == "" {
+		wait, err = c.throttle.Wait(r.Context(), bucket)
+	} else {
+		wait, err = c.throttle.Take(r.Context(), id, bucket)
+	}
+	if err != nil {
+		c.throttleFailed(w, r, err, views.SignIn{})
+		return true
+	}
 	if wait <= 0 {
 		return false
 	}
-	observe.Security(r.Context(), c.log, "console_sso", "locked_out", slog.String("address", remoteHost(r)))
-	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-	c.renderSignIn(w, r, http.StatusTooManyRequests, views.SignIn{
-		Error: fmt.Sprintf("Too many failed sign-ins. Try again in %d minutes.", max(int(wait.Round(time.Minute)/time.Minute), 1))})
+	observe.Security(r.Context(), c.log, "console_sso", "locked_out", slog.String("address", c.clientAddress(r)))
+	c.tooMany(w, r, wait, views.SignIn{})
 	return true
 }
 
 // ssoFailed answers a sign-in that did not work with the sign-in page and a
 // message saying whose problem it is: the person's (refused, 403, counted
-// against the address) or the team's configuration (502, for an owner to fix).
-func (c *Console) ssoFailed(w http.ResponseWriter, r *http.Request, m store.SSOMethod, err error) {
+// against the address) or the team's configuration (502, for an owner to fix,
+// which gives attempt id back).
+func (c *Console) ssoFailed(w http.ResponseWriter, r *http.Request, m store.SSOMethod, id string, err error) {
 	label := "Sign-in with " + m.DisplayName
 	if pe, ok := errors.AsType[*sso.ProviderError](err); ok {
+		if id != "" {
+			c.giveBack(r.Context(), id, c.ssoKey(r))
+		}
 		c.log.Warn("console: single sign-on provider unusable", "team_id", m.TeamID, "kind", m.Kind, "problem", pe.Problem)
 		c.renderSignIn(w, r, http.StatusBadGateway, views.SignIn{
 			Error: label + " is not working: " + pe.Problem + ". A team owner can check it on the team's sign-in page."})
@@ -232,8 +255,7 @@ func (c *Console) ssoFailed(w http.ResponseWriter, r *http.Request, m store.SSOM
 		c.fail(w, r, err)
 		return
 	}
-	c.addresses.fail("sso:" + remoteHost(r))
-	observe.Security(r.Context(), c.log, "console_sso", "refused", slog.String("address", remoteHost(r)),
+	observe.Security(r.Context(), c.log, "console_sso", "refused", slog.String("address", c.clientAddress(r)),
 		slog.Int64("team_id", m.TeamID), slog.String("kind", m.Kind))
 	c.renderSignIn(w, r, http.StatusForbidden, views.SignIn{Error: label + " refused: " + reason + "."})
 }

@@ -1,88 +1,142 @@
 package console
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
-// throttle counts failed sign-ins per key (an account or an address) in a
-// sliding window: a key with limit failures inside the window is refused until
-// the oldest of them leaves it.
-//
-// It is in-process, so with N replicas an attacker gets up to N times the
-// limit. That is acceptable for now; it moves to the shared Redis limiter
-// (package limiter) once that lands, which makes the limit exact across replicas.
-type throttle struct {
-	limit  int
+// throttle counts sign-in attempts per key (an account or an address) in a
+// sliding window. An attempt takes its slot before the password is checked,
+// so concurrent guesses cannot all pass a check made before any of them is
+// counted; a sign-in that succeeds gives its slots back.
+type throttle interface {
+	// Take reserves attempt id under every bucket, all or none. When a bucket
+	// already holds its limit of attempts inside the window nothing is taken,
+	// and the wait until its oldest attempt leaves the window is returned.
+	Take(ctx context.Context, id string, buckets ...bucket) (time.Duration, error)
+	// Wait is what Take would return, without taking anything.
+	Wait(ctx context.Context, buckets ...bucket) (time.Duration, error)
+	// Release gives attempt id back under keys.
+	Release(ctx context.Context, id string, keys ...string) error
+	// Reset forgets every attempt under key.
+	Reset(ctx context.Context, key string) error
+}
+
+// bucket is one key's share of an attempt and the most attempts it may hold
+// inside the window.
+type bucket struct {
+	Key   string
+	Limit int
+}
+
+// localThrottle is the in-process throttle, for a single replica without
+// Redis: with N replicas each would grant its own limit.
+type localThrottle struct {
 	window time.Duration
 	now    func() time.Time
 
 	mu       sync.Mutex
-	failures map[string][]time.Time // oldest first, at most limit entries
+	attempts map[string][]attempt // oldest first, at most the key's limit
+}
+
+type attempt struct {
+	id string
+	at time.Time
 }
 
 // maxThrottleKeys bounds memory under a spray of distinct emails or addresses.
 const maxThrottleKeys = 100_000
 
-func newThrottle(limit int, window time.Duration) *throttle {
-	return &throttle{limit: limit, window: window, now: time.Now, failures: map[string][]time.Time{}}
+// newLocalThrottle returns an in-process throttle over window.
+func newLocalThrottle(window time.Duration) *localThrottle {
+	return &localThrottle{window: window, now: time.Now, attempts: map[string][]attempt{}}
 }
 
-// retryAfter is how long key must wait before its next attempt; zero if it may
-// try now.
-func (t *throttle) retryAfter(key string) time.Duration {
+// Take implements throttle under one lock, so the check and the reservation
+// cannot be split by another attempt.
+func (t *localThrottle) Take(_ context.Context, id string, buckets ...bucket) (time.Duration, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	recent := t.recent(key, now)
-	if len(recent) < t.limit {
-		return 0
+	if wait := t.wait(now, buckets); wait > 0 {
+		return wait, nil
 	}
-	return recent[0].Add(t.window).Sub(now)
+	for _, b := range buckets {
+		recent := t.recent(b.Key, now)
+		if recent == nil && len(t.attempts) >= maxThrottleKeys {
+			t.sweep(now)
+		}
+		t.attempts[b.Key] = append(recent, attempt{id: id, at: now})
+	}
+	return 0, nil
 }
 
-// fail records a failed attempt by key.
-func (t *throttle) fail(key string) {
+// Wait implements throttle.
+func (t *localThrottle) Wait(_ context.Context, buckets ...bucket) (time.Duration, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := t.now()
-	recent := t.recent(key, now)
-	if recent == nil && len(t.failures) >= maxThrottleKeys {
-		t.sweep(now)
-	}
-	if len(recent) == t.limit {
-		recent = recent[1:]
-	}
-	t.failures[key] = append(recent, now)
+	return t.wait(t.now(), buckets), nil
 }
 
-// reset forgets key's failures, after it signs in.
-func (t *throttle) reset(key string) {
+func (t *localThrottle) wait(now time.Time, buckets []bucket) time.Duration {
+	var wait time.Duration
+	for _, b := range buckets {
+		if recent := t.recent(b.Key, now); len(recent) >= b.Limit {
+			wait = max(wait, recent[len(recent)-b.Limit].at.Add(t.window).Sub(now))
+		}
+	}
+	return wait
+}
+
+// Release implements throttle.
+func (t *localThrottle) Release(_ context.Context, id string, keys ...string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.failures, key)
+	for _, key := range keys {
+		kept := t.attempts[key][:0:0]
+		for _, a := range t.attempts[key] {
+			if a.id != id {
+				kept = append(kept, a)
+			}
+		}
+		if len(kept) == 0 {
+			delete(t.attempts, key)
+		} else {
+			t.attempts[key] = kept
+		}
+	}
+	return nil
 }
 
-// recent returns key's failures still inside the window.
-func (t *throttle) recent(key string, now time.Time) []time.Time {
-	times := t.failures[key]
-	for len(times) > 0 && !now.Before(times[0].Add(t.window)) {
+// Reset implements throttle.
+func (t *localThrottle) Reset(_ context.Context, key string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.attempts, key)
+	return nil
+}
+
+// recent returns key's attempts still inside the window.
+func (t *localThrottle) recent(key string, now time.Time) []attempt {
+	times := t.attempts[key]
+	for len(times) > 0 && !now.Before(times[0].at.Add(t.window)) {
 		times = times[1:]
 	}
 	if len(times) == 0 {
-		delete(t.failures, key)
+		delete(t.attempts, key)
 		return nil
 	}
 	return times
 }
 
-// sweep drops keys whose failures have all left the window. If every key is
-// still live, it drops arbitrary ones: forgetting some failures is better than
+// sweep drops keys whose attempts have all left the window. If every key is
+// still live, it drops arbitrary ones: forgetting some attempts is better than
 // unbounded memory, and the per-address limit still slows a spray.
-func (t *throttle) sweep(now time.Time) {
-	for key := range t.failures {
-		if t.recent(key, now) == nil || len(t.failures) >= maxThrottleKeys {
-			delete(t.failures, key)
+func (t *localThrottle) sweep(now time.Time) {
+	for key := range t.attempts {
+		if t.recent(key, now) == nil || len(t.attempts) >= maxThrottleKeys {
+			delete(t.attempts, key)
 		}
 	}
 }
