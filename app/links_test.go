@@ -179,7 +179,7 @@ func TestInviteToSSOOnlyTeamGoesThroughItsProvider(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := dbtest.Schema(t)
-	st := store.New(dbtest.Pool(t, dbURL))
+	st := store.New(dbtest.Pool(t, dbURL)).WithOutbound(apptest.Outbound())
 	provider, err := mockoidc.Run()
 	must(t, err)
 	t.Cleanup(func() { provider.Shutdown() })
