@@ -42,8 +42,11 @@ func newRedis(t testing.TB, prefix string, now func() time.Time) *limiter.Redis 
 
 var requestSeq atomic.Int64
 
-// rid returns a request id unique in the test binary.
-func rid() string { return fmt.Sprintf("req-%d", requestSeq.Add(1)) }
+// rid returns a request id unique in the test binary. Ids sort in the order
+// they were made: the waiting room breaks a tie between tickets by id, and a
+// test that expects the earlier ticket first must not depend on how many
+// parallel tests took ids before it ("req-10" sorts before "req-9").
+func rid() string { return fmt.Sprintf("req-%012d", requestSeq.Add(1)) }
 
 func tokenBucket(limit int64, period time.Duration, burst int64) *limiter.Rate {
 	return &limiter.Rate{Algorithm: limiter.AlgorithmTokenBucket, Limit: limit, Period: period, Burst: burst}
