@@ -391,6 +391,7 @@ func startJourney(t *testing.T, opts ...option) *journey {
 		// Streams end by design every 2s here, so the journey's live checks run
 		// across several reconnects (and none may log an error).
 		StreamLifetime: 2 * time.Second}
+	o.SSO.Outbound = gw.App.Outbound()
 	for _, opt := range opts {
 		opt(&o)
 	}
