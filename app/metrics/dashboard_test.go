@@ -17,7 +17,7 @@ import (
 var tollgateName = regexp.MustCompile(`\btollgate_[a-z_]+`)
 
 // TestDashboardAndAlertsNameRealMetrics: every tollgate_* metric the Grafana
-// dashboard and the README's alerts query is one this package exports.
+// dashboard and the alerts in docs/operations.md query is one this package exports.
 func TestDashboardAndAlertsNameRealMetrics(t *testing.T) {
 	t.Parallel()
 	m := newMetrics()
@@ -56,17 +56,17 @@ func TestDashboardAndAlertsNameRealMetrics(t *testing.T) {
 			}
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, alerts, ok := strings.Cut(string(readme), "### Alerts")
 	if !ok {
-		t.Fatal("README has no ### Alerts section")
+		t.Fatal("docs/operations.md has no ### Alerts section")
 	}
 	alerts, _, _ = strings.Cut(alerts, "\n#")
 	if n := strings.Count(alerts, "```promql"); n != 5 {
-		t.Errorf("README alerts section has %d PromQL blocks, want the five alerts", n)
+		t.Errorf("docs/operations.md alerts section has %d PromQL blocks, want the five alerts", n)
 	}
 	for _, name := range tollgateName.FindAllString(alerts, -1) {
 		queried[name] = "README alert"
