@@ -42,11 +42,17 @@
   // An event stream ends by design every so often (the server says "end"
   // first), so the session is checked again. Left to itself the EventSource
   // would see the close as an error, log it and retry; instead it is closed
-  // here and the element is connected afresh, its swap targets with it.
+  // here and the element is connected afresh, its swap targets with it. A
+  // stream whose session has ended says "signedout" instead: the page goes to
+  // sign-in rather than reconnecting to no avail.
   document.addEventListener("htmx:sseOpen", function (e) {
     var source = e.detail.source, elt = e.detail.elt;
     if (source.tollgateEnd) return;
     source.tollgateEnd = true;
+    source.addEventListener("signedout", function (ev) {
+      source.close();
+      window.location.assign(ev.data);
+    });
     source.addEventListener("end", function () {
       source.close();
       setTimeout(function () {

@@ -71,8 +71,9 @@ func TestEveryRouteHasAnAuthorizationDecision(t *testing.T) {
 			if r.status != http.StatusUnauthorized || r.header.Get("HX-Redirect") != "/console/signin" {
 				t.Errorf("%s from HTMX without a session: %d (HX-Redirect %q), want 401 redirecting to sign-in", route, r.status, r.header.Get("HX-Redirect"))
 			}
-			if r := anon.do(method, path, form, map[string]string{"Accept": "text/event-stream"}); r.status != http.StatusUnauthorized {
-				t.Errorf("%s from an EventSource without a session: %d, want 401", route, r.status)
+			if r := anon.do(method, path, form, map[string]string{"Accept": "text/event-stream"}); r.status != http.StatusOK ||
+				r.body != "event: signedout\ndata: /console/signin\n\n" {
+				t.Errorf("%s from an EventSource without a session: %d %q, want only the signedout event", route, r.status, r.body)
 			}
 		}
 		if decision == "owner" {

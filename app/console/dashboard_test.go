@@ -219,7 +219,8 @@ func TestDashboardAccess(t *testing.T) {
 	if strings.Contains(ev.data, "bob@acme.test") || strings.Contains(ev.data, "owner@acme.test") {
 		t.Error("a member's usage stream names other members")
 	}
-	if r := e.client().do("GET", "/console/usage/live", nil, map[string]string{"Accept": "text/event-stream"}); r.status != http.StatusUnauthorized {
-		t.Errorf("usage stream without a session: %d, want 401", r.status)
+	if r := e.client().do("GET", "/console/usage/live", nil, map[string]string{"Accept": "text/event-stream"}); r.status != http.StatusOK ||
+		r.body != "event: signedout\ndata: /console/signin\n\n" {
+		t.Errorf("usage stream without a session: %d %q, want only the signedout event", r.status, r.body)
 	}
 }

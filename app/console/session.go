@@ -117,15 +117,19 @@ func (c *Console) loadViewer(next http.Handler) http.Handler {
 }
 
 // require enforces a route's access: without a session, pages redirect to
-// sign-in and HTMX and event-stream requests get 401 (with HX-Redirect, so the
-// browser still lands on the sign-in page); a member on an owner route gets 403.
+// sign-in, HTMX requests get 401 (with HX-Redirect, so the browser still lands
+// on the sign-in page) and event streams are told they are signed out; a member
+// on an owner route gets 403.
 func (c *Console) require(a access) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v := viewerFrom(r.Context())
 			switch {
 			case a == anyone:
-			case v == nil && (isHTMX(r) || isEventStream(r)):
+			case v == nil && isEventStream(r):
+				signedOut(w)
+				return
+			case v == nil && isHTMX(r):
 				w.Header().Set("HX-Redirect", Prefix+"/signin")
 				c.failWith(w, r, http.StatusUnauthorized, "Signed out", "Your session has ended; sign in again.")
 				return

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,9 +20,26 @@ const maxStreams = 256
 // StreamLifetime, rather than by failure.
 const streamEndEvent = "end"
 
+// signedOutEvent tells the browser that the session behind the stream has
+// ended; its data is the sign-in page.
+const signedOutEvent = "signedout"
+
 // streamWriteTimeout bounds one event's write, so a client that stops reading
 // cannot hold the stream's goroutine.
 const streamWriteTimeout = 10 * time.Second
+
+// signedOut answers an EventSource whose session has ended (signed out, cut
+// off, expired) with one event naming the sign-in page, so console.js takes
+// the page there. A 401 would read as a network error: the EventSource would
+// retry forever, the page would say "reconnecting" to someone signed out, and
+// the browser would log every attempt.
+func signedOut(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, "event: "+signedOutEvent+"\ndata: "+Prefix+"/signin\n\n")
+}
 
 // stream answers with Server-Sent Events: the component next renders, as event,
 // now and then every StreamInterval. It stops when the client leaves, when the
