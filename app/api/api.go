@@ -171,7 +171,7 @@ func AccessOf(op *huma.Operation) Access {
 // operation declares an operation with its access. Every operation can answer
 // 401, 403, 429, 500 and 503 whatever it does; errs adds its own.
 func operation(id, method, path string, access Access, status int, summary string, errs ...int) huma.Operation {
-	if method == http.MethodPost || method == http.MethodPut {
+	if method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		errs = append(errs, http.StatusBadRequest) // a body that is not JSON
 	}
 	return huma.Operation{OperationID: id, Method: method, Path: Prefix + path, Summary: summary, DefaultStatus: status,
