@@ -127,6 +127,11 @@ func orNone(v int64) *int64 {
 // store can apply it to the limits as it holds them under its lock. A field
 // named in both units must say the same thing in each.
 func (in LimitsInput) change(f fields) (func(store.Limits) store.Limits, error) {
+	for _, name := range []string{"rate_algorithm", "rate_period_ms", "rate_period", "budget_period"} {
+		if f.null(name) {
+			return nil, &store.ValidationError{Field: name, Message: name + " cannot be null: it is a setting, not a limit; leave it out to keep it"}
+		}
+	}
 	period, err := in.period()
 	if err != nil {
 		return nil, err
