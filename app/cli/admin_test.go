@@ -182,7 +182,7 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("list teams --json = %+v", teams)
 	}
 	wantOutput(t, "list members", c.ok("admin", "list", "members", "--team", "acme"),
-		"alice@example.com", "member", "bob@example.com", "owner", "active")
+		"alice@example.com", "member", "bob@example.com", "owner", "invited") // neither has used their invite link yet
 	var members []store.Member
 	if c.json(&members, "admin", "list", "members", "--team", "acme"); len(members) != 2 {
 		t.Errorf("list members --json = %+v", members)

@@ -44,6 +44,18 @@ type Member struct {
 	SessionEpoch int64 `json:"-"`
 }
 
+// State is the member's state in a person's words: invited (no way in yet),
+// active, cut off or removed.
+func (m Member) State() string {
+	switch {
+	case m.Status == StatusActive && m.Invited:
+		return "invited"
+	case m.Status == StatusDisabled:
+		return "cut off"
+	}
+	return m.Status
+}
+
 func memberFrom(m db.Member) Member {
 	member := Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt,
 		SessionEpoch: m.SessionEpoch, Invited: m.PasswordHash == nil && m.SignInMethod == nil}
