@@ -91,9 +91,9 @@ func admin(ctx context.Context, args []string, env Env) error {
 		return nil
 	}
 	verbs := map[string]func(context.Context, *adminCmd, []string) error{
-		"create-team": createTeam, "add-member": addMember, "remove-member": removeMember, "add-route": addRoute,
-		"delete-route": deleteRoute,
-		"add-target":   routeTarget(true), "remove-target": routeTarget(false), "set-route": setRoute,
+		"create-team": createTeam, "add-member": addMember, "remove-member": removeMember,
+		"add-route": addRoute, "delete-route": deleteRoute,
+		"add-target": routeTarget(true), "remove-target": routeTarget(false), "set-route": setRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
 		"set-role": setMemberRole, "invite": invite,
