@@ -247,11 +247,9 @@ func (in LimitsInput) replace(f fields) (store.Limits, error) {
 
 type limitsOut struct{ Body Limits }
 
-// limitsIn is a PUT or PATCH of limits: the decoded body, and the raw one
-// that tells which fields it names.
+// limitsIn is a PUT or PATCH of limits; rawBody tells which fields it names.
 type limitsIn struct {
-	Body    LimitsInput
-	RawBody []byte
+	Body LimitsInput
 }
 
 func (a *API) registerLimits(h huma.API) {
@@ -266,7 +264,7 @@ func (a *API) registerLimits(h huma.API) {
 	huma.Register(h, operation("setTeamLimits", http.MethodPut, "/limits", AccessOwner, 200,
 		"Replace the team-wide limits and budget, which bind on top of each member's; every field is required", 422),
 		func(ctx context.Context, in *limitsIn) (*limitsOut, error) {
-			l, err := in.Body.replace(fieldsOf(in.RawBody))
+			l, err := in.Body.replace(fieldsOf(rawBody(ctx)))
 			if err == nil {
 				l, err = a.st.SetTeamLimits(ctx, actorOf(ctx), teamOf(ctx), l)
 			}
@@ -275,7 +273,7 @@ func (a *API) registerLimits(h huma.API) {
 	huma.Register(h, operation("patchTeamLimits", http.MethodPatch, "/limits", AccessOwner, 200,
 		"Change some team-wide limits: fields left out stay, null removes a limit", 422),
 		func(ctx context.Context, in *limitsIn) (*limitsOut, error) {
-			change, err := in.Body.change(fieldsOf(in.RawBody))
+			change, err := in.Body.change(fieldsOf(rawBody(ctx)))
 			var l store.Limits
 			if err == nil {
 				l, err = a.st.ChangeTeamLimits(ctx, actorOf(ctx), teamOf(ctx), change)

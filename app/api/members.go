@@ -147,7 +147,7 @@ func (a *API) registerMembers(h huma.API) {
 			MemberPath
 			limitsIn
 		}) (*limitsOut, error) {
-			l, err := in.Body.replace(fieldsOf(in.RawBody))
+			l, err := in.Body.replace(fieldsOf(rawBody(ctx)))
 			if err == nil {
 				l, err = a.st.SetMemberLimits(ctx, actorOf(ctx), teamOf(ctx), in.ID, l)
 			}
@@ -159,7 +159,7 @@ func (a *API) registerMembers(h huma.API) {
 			MemberPath
 			limitsIn
 		}) (*limitsOut, error) {
-			change, err := in.Body.change(fieldsOf(in.RawBody))
+			change, err := in.Body.change(fieldsOf(rawBody(ctx)))
 			var l store.Limits
 			if err == nil {
 				l, err = a.st.ChangeMemberLimits(ctx, actorOf(ctx), teamOf(ctx), in.ID, change)

@@ -149,9 +149,8 @@ func (a *API) registerTiers(h huma.API) {
 		func(ctx context.Context, in *struct {
 			IdempotencyKey string `header:"Idempotency-Key" required:"false" doc:"Replays the first response to a retry within 24h."`
 			Body           NewTier
-			RawBody        []byte
 		}) (*tierOut, error) {
-			change, err := in.Body.change(fieldsOf(in.RawBody))
+			change, err := in.Body.change(fieldsOf(rawBody(ctx)))
 			var t store.Tier
 			if err == nil {
 				t, err = a.st.CreateTier(ctx, actorOf(ctx), teamOf(ctx), change(store.NewTier(in.Body.Name)))
@@ -172,7 +171,7 @@ func (a *API) registerTiers(h huma.API) {
 	huma.Register(h, operation("setTier", http.MethodPut, "/tiers/{name}", AccessOwner, 200,
 		"Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request", 404, 422),
 		func(ctx context.Context, in *tierSettingsIn) (*tierOut, error) {
-			f := fieldsOf(in.RawBody)
+			f := fieldsOf(rawBody(ctx))
 			if p := in.Body.missing(f); p != nil {
 				return nil, p
 			}
@@ -183,7 +182,7 @@ func (a *API) registerTiers(h huma.API) {
 	huma.Register(h, operation("patchTier", http.MethodPatch, "/tiers/{name}", AccessOwner, 200,
 		"Change some of a tier's settings: fields left out stay (in limits too), null removes a limit", 404, 422),
 		func(ctx context.Context, in *tierSettingsIn) (*tierOut, error) {
-			return a.changeTier(ctx, in.Name, in.Body, fieldsOf(in.RawBody), func(t store.Tier) store.Tier { return t })
+			return a.changeTier(ctx, in.Name, in.Body, fieldsOf(rawBody(ctx)), func(t store.Tier) store.Tier { return t })
 		})
 	huma.Register(h, operation("deleteTier", http.MethodDelete, "/tiers/{name}", AccessOwner, 204,
 		"Delete a tier no member is in", 404, 409),
@@ -247,8 +246,7 @@ func (a *API) registerTiers(h huma.API) {
 
 type tierSettingsIn struct {
 	TierPath
-	Body    TierSettings
-	RawBody []byte
+	Body TierSettings
 }
 
 // changeTier applies settings (named by f) to the tier as stored, after base.
