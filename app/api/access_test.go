@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/api"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/views"
 )
 
 // operationCase is one operation of the API as a test drives it: who may call
@@ -73,13 +74,14 @@ var fullLimits = map[string]any{"rate_algorithm": "token_bucket", "rate_limit": 
 	"concurrency": nil, "tokens_per_minute": nil, "budget_usd": "5.00", "budget_period": "monthly"}
 
 // servedOperations walks the router: every "METHOD pattern" it serves under
-// /api/v1, but for the document itself and the catch-all that answers
-// unknown paths.
+// /api/v1, but for the document itself, its reference page and the catch-all
+// that answers unknown paths.
 func servedOperations(t *testing.T, e *env) []string {
 	t.Helper()
 	var ops []string
 	err := chi.Walk(e.routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		if strings.HasPrefix(route, api.Prefix+"/") && !strings.HasPrefix(route, api.Prefix+"/openapi") && route != api.Prefix+"/*" {
+		if strings.HasPrefix(route, api.Prefix+"/") && !strings.HasPrefix(route, api.Prefix+"/openapi") && route != api.Prefix+"/*" &&
+			route != views.APIReferenceURL {
 			ops = append(ops, method+" "+route)
 		}
 		return nil

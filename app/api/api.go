@@ -26,6 +26,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/views"
 )
 
 // Prefix is where the API is mounted.
@@ -107,6 +108,7 @@ func (a *API) Mount(r chi.Router) {
 		}
 		writeProblem(w, problem(http.StatusNotFound, ProblemNotFound, "no such operation; see "+Prefix+"/openapi.json"))
 	}
+	r.Method(http.MethodGet, views.APIReferenceURL, reference(doc))
 	r.HandleFunc(Prefix, notFound)
 	r.HandleFunc(Prefix+"/*", notFound)
 }
