@@ -25,6 +25,9 @@ func TestRemoveMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	members := owner.get("/console/members")
+	if href, _ := members.doc.Find(`[data-testid="api-reference-link"]`).Attr("href"); href != "/api/v1/reference" {
+		t.Errorf("the console links the API reference at %q, want /api/v1/reference", href)
+	}
 	for email, want := range map[string]string{"ada@acme.test": "Active", "bob@acme.test": "Invited"} {
 		if got := members.doc.Find(`[data-testid="member-row"][data-email="` + email + `"] [data-testid="member-status"]`).Text(); got != want {
 			t.Errorf("%s is listed %q, want %q", email, got, want)
