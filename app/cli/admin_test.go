@@ -284,9 +284,9 @@ func TestAdminMistakes(t *testing.T) {
 			})
 		}
 	})
-	// Nothing above changed anything: one team, one member, one revoked key, no route.
+	// Nothing above changed anything: one team, one member with their invite, one revoked key, no route.
 	var entries []store.AuditEntry
-	if c.json(&entries, "admin", "audit"); len(entries) != 4 {
-		t.Errorf("audit after the mistakes has %d entries, want 4: %+v", len(entries), entries)
+	if c.json(&entries, "admin", "audit"); len(entries) != 5 {
+		t.Errorf("audit after the mistakes has %d entries, want 5: %+v", len(entries), entries)
 	}
 }
