@@ -50,3 +50,9 @@ ON CONFLICT (key_id) DO UPDATE SET last_used_at = greatest(api_key_use.last_used
 
 -- name: KeyUseList :many
 SELECT key_id, last_used_at FROM api_key_use WHERE team_id = @team_id;
+
+-- name: APIKeyRevokeByMember :many
+-- Revokes every key of a member who leaves the team.
+UPDATE api_key SET revoked_at = now()
+WHERE team_id = @team_id AND member_id = @member_id AND revoked_at IS NULL
+RETURNING id;

@@ -12,23 +12,38 @@ type MemberRow struct {
 	ID        int64
 	Email     string
 	Role      string
-	Status    string // active or disabled, as stored; StatusLabel is what the page says
+	Status    string // active, disabled or removed, as stored; StatusLabel is what the page says
+	Invited   bool   // no way in yet: they have not used their invite link
 	SignIn    string // how they last signed in: password, OIDC, GitHub, or — if never
 	Keys      int    // keys that still work
 	URL       string
 	StatusURL string
+	RemoveURL string
 	Self      bool // the viewer: they cannot cut themselves off
 	Usage     *MemberUsage
 }
 
 // StatusLabel is the member's state as the console names it everywhere:
-// "Active" or "Cut off" (never the stored word, "disabled").
-func (m MemberRow) StatusLabel() string { return MemberStateLabel(m.Status) }
+// "Invited", "Active", "Cut off" (never the stored word, "disabled") or
+// "Removed".
+func (m MemberRow) StatusLabel() string {
+	if m.Invited && m.Status == "active" {
+		return "Invited"
+	}
+	return MemberStateLabel(m.Status)
+}
+
+// Removed is a member taken out of the team: listed for the record, with
+// nothing left to change.
+func (m MemberRow) Removed() bool { return m.Status == "removed" }
 
 // MemberStateLabel names a stored member status.
 func MemberStateLabel(status string) string {
-	if status == "active" {
+	switch status {
+	case "active":
 		return "Active"
+	case "removed":
+		return "Removed"
 	}
 	return "Cut off"
 }

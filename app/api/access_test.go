@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/api"
 	"github.com/tollgate/tollgate/app/store"
+	"github.com/tollgate/tollgate/views"
 )
 
 // operationCase is one operation of the API as a test drives it: who may call
@@ -33,7 +34,9 @@ var operations = map[string]operationCase{
 	"PUT /api/v1/members/{id}/role":             {access: api.AccessOwner, body: map[string]any{"role": "owner"}},
 	"GET /api/v1/tokens":                        {access: api.AccessRead},
 	"GET /api/v1/members/{id}/limits":           {access: api.AccessRead},
-	"PUT /api/v1/members/{id}/limits":           {access: api.AccessOwner, body: map[string]any{"rate_limit": 10, "budget_micros": 5_000_000}},
+	"PUT /api/v1/members/{id}/limits":           {access: api.AccessOwner, body: fullLimits},
+	"PATCH /api/v1/members/{id}/limits":         {access: api.AccessOwner, body: map[string]any{"rate_limit": 10, "budget_usd": "5.00"}},
+	"DELETE /api/v1/members/{id}":               {access: api.AccessOwner},
 	"POST /api/v1/members/{id}/keys":            {access: api.AccessOwner, body: map[string]any{"name": "ci"}},
 	"GET /api/v1/keys":                          {access: api.AccessRead},
 	"POST /api/v1/keys/{id}/rotate":             {access: api.AccessOwner, query: "?grace=1h"},
@@ -43,9 +46,11 @@ var operations = map[string]operationCase{
 	"PUT /api/v1/routes/{id}":                   {access: api.AccessOwner, body: map[string]any{"preset": "anthropic", "upstream_url": "http://127.0.0.1:3"}},
 	"PUT /api/v1/routes/{id}/resilience":        {access: api.AccessOwner, body: map[string]any{"max_attempts": 2, "health_path": "/v1/models"}},
 	"POST /api/v1/routes/{id}/targets":          {access: api.AccessOwner, body: map[string]any{"upstream_url": "http://127.0.0.1:5"}},
+	"DELETE /api/v1/routes/{id}":                {access: api.AccessOwner},
 	"DELETE /api/v1/routes/{id}/targets":        {access: api.AccessOwner, query: "?upstream_url=http%3A%2F%2F127.0.0.1%3A4"},
 	"GET /api/v1/limits":                        {access: api.AccessRead},
-	"PUT /api/v1/limits":                        {access: api.AccessOwner, body: map[string]any{"concurrency": 5, "budget_micros": 100_000_000, "budget_period": "daily"}},
+	"PUT /api/v1/limits":                        {access: api.AccessOwner, body: fullLimits},
+	"PATCH /api/v1/limits":                      {access: api.AccessOwner, body: map[string]any{"concurrency": 5, "budget_micros": 100_000_000, "budget_period": "daily"}},
 	"GET /api/v1/prices":                        {access: api.AccessAnyToken},
 	"PUT /api/v1/prices/{model}":                {access: api.AccessDeployment, body: map[string]any{"input_micros_per_mtok": 3_000_000, "output_micros_per_mtok": 15_000_000, "max_output_tokens": 64_000}},
 	"GET /api/v1/usage":                         {access: api.AccessRead, query: "?limit=10"},
@@ -54,7 +59,8 @@ var operations = map[string]operationCase{
 	"GET /api/v1/tiers":                         {access: api.AccessRead},
 	"POST /api/v1/tiers":                        {access: api.AccessOwner, body: map[string]any{"name": "bots", "weight": 3, "limits": map[string]any{"concurrency": 2}}},
 	"GET /api/v1/tiers/{name}":                  {access: api.AccessRead},
-	"PUT /api/v1/tiers/{name}":                  {access: api.AccessOwner, body: map[string]any{"limits": map[string]any{"rate_limit": 5}, "auto_approve_micros": 1_000_000}},
+	"PUT /api/v1/tiers/{name}":                  {access: api.AccessOwner, body: map[string]any{"limits": fullLimits, "weight": 1, "auto_approve_micros": 1_000_000}},
+	"PATCH /api/v1/tiers/{name}":                {access: api.AccessOwner, body: map[string]any{"limits": map[string]any{"rate_limit": 5}, "auto_approve_usd": "1.00"}},
 	"DELETE /api/v1/tiers/{name}":               {access: api.AccessOwner},
 	"PUT /api/v1/members/{id}/tier":             {access: api.AccessOwner, body: map[string]any{"tier": "core"}},
 	"GET /api/v1/members/{id}/effective-limits": {access: api.AccessRead},
@@ -63,14 +69,19 @@ var operations = map[string]operationCase{
 	"POST /api/v1/budget-requests/{id}/decline": {access: api.AccessOwner, body: map[string]any{"note": "no"}},
 }
 
+// fullLimits names every limit, as a PUT must.
+var fullLimits = map[string]any{"rate_algorithm": "token_bucket", "rate_limit": 10, "rate_period": "1s", "rate_burst": nil,
+	"concurrency": nil, "tokens_per_minute": nil, "budget_usd": "5.00", "budget_period": "monthly"}
+
 // servedOperations walks the router: every "METHOD pattern" it serves under
-// /api/v1, but for the document itself and the catch-all that answers
-// unknown paths.
+// /api/v1, but for the document itself, its reference page and the catch-all
+// that answers unknown paths.
 func servedOperations(t *testing.T, e *env) []string {
 	t.Helper()
 	var ops []string
 	err := chi.Walk(e.routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		if strings.HasPrefix(route, api.Prefix+"/") && !strings.HasPrefix(route, api.Prefix+"/openapi") && route != api.Prefix+"/*" {
+		if strings.HasPrefix(route, api.Prefix+"/") && !strings.HasPrefix(route, api.Prefix+"/openapi") && route != api.Prefix+"/*" &&
+			route != views.APIReferenceURL {
 			ops = append(ops, method+" "+route)
 		}
 		return nil

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/limiter"
+	"github.com/tollgate/tollgate/views"
 )
 
 // Prefix is where the API is mounted.
@@ -107,6 +108,7 @@ func (a *API) Mount(r chi.Router) {
 		}
 		writeProblem(w, problem(http.StatusNotFound, ProblemNotFound, "no such operation; see "+Prefix+"/openapi.json"))
 	}
+	r.Method(http.MethodGet, views.APIReferenceURL, reference(doc))
 	r.HandleFunc(Prefix, notFound)
 	r.HandleFunc(Prefix+"/*", notFound)
 }
@@ -171,7 +173,7 @@ func AccessOf(op *huma.Operation) Access {
 // operation declares an operation with its access. Every operation can answer
 // 401, 403, 429, 500 and 503 whatever it does; errs adds its own.
 func operation(id, method, path string, access Access, status int, summary string, errs ...int) huma.Operation {
-	if method == http.MethodPost || method == http.MethodPut {
+	if method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
 		errs = append(errs, http.StatusBadRequest) // a body that is not JSON
 	}
 	return huma.Operation{OperationID: id, Method: method, Path: Prefix + path, Summary: summary, DefaultStatus: status,

@@ -25,10 +25,10 @@ func TestIdempotentPostsReplay(t *testing.T) {
 	acme, beta := e.team("acme"), e.team("beta")
 	owner, betaOwner := e.token(&acme.ID, store.TokenRoleOwner), e.token(&beta.ID, store.TokenRoleOwner)
 
-	body := map[string]any{"email": "grace@acme.test"}
-	first := e.call(owner, http.MethodPost, "/api/v1/members", body, "Idempotency-Key", "add-grace")
+	body := map[string]any{"name": "bots"}
+	first := e.call(owner, http.MethodPost, "/api/v1/tiers", body, "Idempotency-Key", "add-bots")
 	before := e.auditCount()
-	again := e.call(owner, http.MethodPost, "/api/v1/members", body, "Idempotency-Key", "add-grace")
+	again := e.call(owner, http.MethodPost, "/api/v1/tiers", body, "Idempotency-Key", "add-bots")
 	if first.status != http.StatusCreated || again.status != first.status || string(again.body) != string(first.body) {
 		t.Fatalf("replay: %d %s, want the first response %d %s", again.status, again.body, first.status, first.body)
 	}
@@ -38,23 +38,34 @@ func TestIdempotentPostsReplay(t *testing.T) {
 	if after := e.auditCount(); after != before {
 		t.Errorf("the replay wrote %d audit rows", after-before)
 	}
-	if p := e.call(owner, http.MethodPost, "/api/v1/members", map[string]any{"email": "other@acme.test"},
-		"Idempotency-Key", "add-grace").problem(t, http.StatusUnprocessableEntity); p.Type != "urn:tollgate:problem:idempotency-key-reused" {
+	if p := e.call(owner, http.MethodPost, "/api/v1/tiers", map[string]any{"name": "other"},
+		"Idempotency-Key", "add-bots").problem(t, http.StatusUnprocessableEntity); p.Type != "urn:tollgate:problem:idempotency-key-reused" {
 		t.Errorf("same key, other body: %+v", p)
 	}
 	if p := e.call(owner, http.MethodPost, "/api/v1/routes", map[string]any{"preset": "openai", "upstream_url": "http://127.0.0.1:1"},
-		"Idempotency-Key", "add-grace").problem(t, http.StatusUnprocessableEntity); p.Type != "urn:tollgate:problem:idempotency-key-reused" {
+		"Idempotency-Key", "add-bots").problem(t, http.StatusUnprocessableEntity); p.Type != "urn:tollgate:problem:idempotency-key-reused" {
 		t.Errorf("same key, other operation: %+v", p)
 	}
-	if r := e.call(betaOwner, http.MethodPost, "/api/v1/members", map[string]any{"email": "bob@beta.test"}, "Idempotency-Key", "add-grace"); r.status != http.StatusCreated {
+	if r := e.call(betaOwner, http.MethodPost, "/api/v1/tiers", body, "Idempotency-Key", "add-bots"); r.status != http.StatusCreated {
 		t.Errorf("another team's request under the same key: %d %s, want it served", r.status, r.body)
 	}
 	// Without a key, the same request is simply served again.
-	e.call(owner, http.MethodPost, "/api/v1/members", body).problem(t, http.StatusConflict)
+	e.call(owner, http.MethodPost, "/api/v1/tiers", body).problem(t, http.StatusConflict)
+
+	// A member added comes with an invite link, shown once: its replay names the member, not the link.
+	added := e.call(owner, http.MethodPost, "/api/v1/members", map[string]any{"email": "grace@acme.test"}, "Idempotency-Key", "add-grace")
+	var m struct {
+		store.Member
+		InviteLink string `json:"invite_link"`
+	}
+	added.decode(t, &m)
+	replayed := e.call(owner, http.MethodPost, "/api/v1/members", map[string]any{"email": "grace@acme.test"}, "Idempotency-Key", "add-grace")
+	if p := replayed.problem(t, http.StatusConflict); p.Type != "urn:tollgate:problem:idempotency-secret-shown" ||
+		!strings.Contains(p.Detail, "grace@acme.test") || m.InviteLink == "" || strings.Contains(string(replayed.body), m.InviteLink) {
+		t.Errorf("replay of an added member: %+v (link %q), want a 409 naming the member without the link", p, m.InviteLink)
+	}
 
 	// A key's plaintext is shown once, so its response is not kept for a replay.
-	var m store.Member
-	first.decode(t, &m)
 	path := "/api/v1/members/" + strconv.FormatInt(m.ID, 10) + "/keys"
 	issued := e.call(owner, http.MethodPost, path, map[string]any{"name": "ci"}, "Idempotency-Key", "key-1")
 	var k store.IssuedKey
@@ -131,7 +142,7 @@ func TestClientRoundTrip(t *testing.T) {
 	e.call(owner, http.MethodPost, "/api/v1/members", map[string]any{"email": "ada@acme.test"}).decode(t, &m)
 	id := strconv.FormatInt(m.ID, 10)
 	limits := map[string]any{"rate_limit": 60, "rate_period_ms": 60000, "concurrency": 2, "budget_micros": 5_000_000, "budget_period": "daily"}
-	if r := e.call(owner, http.MethodPut, "/api/v1/members/"+id+"/limits", limits); r.status != http.StatusOK {
+	if r := e.call(owner, http.MethodPatch, "/api/v1/members/"+id+"/limits", limits); r.status != http.StatusOK {
 		t.Fatalf("set limits: %d %s", r.status, r.body)
 	}
 	var got map[string]any

@@ -70,13 +70,13 @@ func TestGeneratedClientRoundTrip(t *testing.T) {
 	waitForGateway(t, e, key.Plaintext, http.StatusOK)
 
 	rate, period := int64(1), int64(60_000)
-	set, err := c.SetMemberLimitsWithResponse(ctx, m.Id, apiclient.SetMemberLimitsJSONRequestBody{RateLimit: &rate, RatePeriodMs: &period})
+	set, err := c.PatchMemberLimitsWithResponse(ctx, m.Id, apiclient.PatchMemberLimitsJSONRequestBody{RateLimit: &rate, RatePeriodMs: &period})
 	if err != nil || set.JSON200 == nil {
 		t.Fatalf("set limits: %v %d %s", err, set.StatusCode(), set.Body)
 	}
 	got, err := c.GetMemberLimitsWithResponse(ctx, m.Id)
 	if err != nil || got.JSON200 == nil || got.JSON200.RateLimit == nil || *got.JSON200.RateLimit != 1 ||
-		got.JSON200.RatePeriodMs == nil || *got.JSON200.RatePeriodMs != 60_000 {
+		got.JSON200.RatePeriodMs != 60_000 || got.JSON200.RatePeriod != "1m0s" {
 		t.Fatalf("limits read back: %v %s", err, got.Body)
 	}
 	// One request a minute: the gateway soon refuses this member with 429.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -87,12 +88,16 @@ func (a *API) idempotent() func(huma.Context, func(huma.Context)) {
 // the first request created, without its secret.
 func secretShown(body []byte) store.IdempotentResponse {
 	var created struct {
-		ID    string `json:"id"`
-		Email string `json:"email"`
+		ID         any    `json:"id"`
+		Email      string `json:"email"`
+		InviteLink string `json:"invite_link"`
 	}
 	json.Unmarshal(body, &created)
-	what := "key " + created.ID
-	if created.ID == "" {
+	what := fmt.Sprintf("key %v", created.ID)
+	switch {
+	case created.InviteLink != "":
+		what = "the member " + created.Email + " with an invite"
+	case created.ID == nil:
 		what = "an invite for " + created.Email
 	}
 	p := problem(http.StatusConflict, ProblemSecretShown, "the first request with this Idempotency-Key created "+what+

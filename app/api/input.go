@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,8 +61,17 @@ func checkInput() func(huma.Context, func(huma.Context)) {
 			writeHumaProblem(ctx, p)
 			return
 		}
-		next(&bodyContext{humaContext: ctx, body: bytes.NewReader(body)})
+		next(huma.WithValue(&bodyContext{humaContext: ctx, body: bytes.NewReader(body)}, rawBodyKey{}, body))
 	}
+}
+
+type rawBodyKey struct{}
+
+// rawBody is the request's body as it was sent, for a handler that must tell
+// a field left out from a field sent as null (a PATCH), which decode alike.
+func rawBody(ctx context.Context) []byte {
+	body, _ := ctx.Value(rawBodyKey{}).([]byte)
+	return body
 }
 
 // bodyContext serves the request from the body checkBody read.

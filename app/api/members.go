@@ -33,9 +33,17 @@ type addMemberIn struct {
 	}
 }
 
+type addedMemberOut struct {
+	Body struct {
+		store.Member
+		InviteLink      string    `json:"invite_link" doc:"The one-time link that lets them set a password, until its expiry; shown only this once."`
+		InviteExpiresAt time.Time `json:"invite_expires_at"`
+	}
+}
+
 type inviteOut struct {
 	Body struct {
-		Link      string    `json:"link" doc:"The one-time link (valid 24h) that lets them set a password; shown only this once."`
+		Link      string    `json:"link" doc:"The one-time link that lets them set a password, until its expiry; shown only this once."`
 		Email     string    `json:"email"`
 		Role      string    `json:"role"`
 		ExpiresAt time.Time `json:"expires_at"`
@@ -53,14 +61,16 @@ func (a *API) registerMembers(h huma.API) {
 			out.Body.Members = members
 			return out, nil
 		})
-	huma.Register(h, creating(operation("addMember", http.MethodPost, "/members", AccessOwner, 201,
-		"Add a member (without a password: invite them to set one)")),
-		func(ctx context.Context, in *addMemberIn) (*memberOut, error) {
-			m, err := a.st.AddMember(ctx, actorOf(ctx), teamOf(ctx), in.Body.Email, in.Body.Role)
+	huma.Register(h, secret(creating(operation("addMember", http.MethodPost, "/members", AccessOwner, 201,
+		"Add a member, invited: the response's one-time link lets them set a password"))),
+		func(ctx context.Context, in *addMemberIn) (*addedMemberOut, error) {
+			m, token, inv, err := a.st.AddMemberInvited(ctx, actorOf(ctx), teamOf(ctx), in.Body.Email, in.Body.Role)
 			if err != nil {
 				return nil, a.fromStore(err, "member "+in.Body.Email)
 			}
-			return &memberOut{Body: m}, nil
+			out := &addedMemberOut{}
+			out.Body.Member, out.Body.InviteLink, out.Body.InviteExpiresAt = m, console.InviteURL(a.publicURL, token), inv.ExpiresAt
+			return out, nil
 		})
 	huma.Register(h, secret(creating(operation("inviteMember", http.MethodPost, "/invites", AccessOwner, 201,
 		"Make a one-time invite link for a new (or password-less) member"))),
@@ -72,6 +82,16 @@ func (a *API) registerMembers(h huma.API) {
 			out := &inviteOut{}
 			out.Body.Link, out.Body.Email, out.Body.Role, out.Body.ExpiresAt = console.InviteURL(a.publicURL, token), inv.Email, inv.Role, inv.ExpiresAt
 			return out, nil
+		})
+	huma.Register(h, operation("removeMember", http.MethodDelete, "/members/{id}", AccessOwner, 200,
+		"Remove a member for good: their keys are revoked, their sessions and admin tokens end on every replica at the next request; "+
+			"their ledger and audit rows stay (not yourself, not the last active owner)", 404, 409),
+		func(ctx context.Context, in *MemberPath) (*memberOut, error) {
+			m, err := a.st.RemoveMember(ctx, actorOf(ctx), teamOf(ctx), in.ID)
+			if err != nil {
+				return nil, a.fromStore(err, "member")
+			}
+			return &memberOut{Body: m}, nil
 		})
 	huma.Register(h, operation("getMember", http.MethodGet, "/members/{id}", AccessRead, 200, "Get a member", 404),
 		func(ctx context.Context, in *MemberPath) (*memberOut, error) {
@@ -122,19 +142,29 @@ func (a *API) registerMembers(h huma.API) {
 			return &limitsOut{Body: limitsBody(l)}, nil
 		})
 	huma.Register(h, operation("setMemberLimits", http.MethodPut, "/members/{id}/limits", AccessOwner, 200,
-		"Replace a member's limits and budget", 404, 422),
+		"Replace a member's limits and budget; every field is required (null: no limit of that kind)", 404, 422),
 		func(ctx context.Context, in *struct {
 			MemberPath
-			Body Limits
+			limitsIn
 		}) (*limitsOut, error) {
-			l, err := in.Body.store()
+			l, err := in.Body.replace(fieldsOf(rawBody(ctx)))
 			if err == nil {
 				l, err = a.st.SetMemberLimits(ctx, actorOf(ctx), teamOf(ctx), in.ID, l)
 			}
-			if err != nil {
-				return nil, a.fromStore(err, "member")
+			return a.limitsAnswer(l, err, "member")
+		})
+	huma.Register(h, operation("patchMemberLimits", http.MethodPatch, "/members/{id}/limits", AccessOwner, 200,
+		"Change some of a member's limits: fields left out stay, null removes a limit", 404, 422),
+		func(ctx context.Context, in *struct {
+			MemberPath
+			limitsIn
+		}) (*limitsOut, error) {
+			change, err := in.Body.change(fieldsOf(rawBody(ctx)))
+			var l store.Limits
+			if err == nil {
+				l, err = a.st.ChangeMemberLimits(ctx, actorOf(ctx), teamOf(ctx), in.ID, change)
 			}
-			return &limitsOut{Body: limitsBody(l)}, nil
+			return a.limitsAnswer(l, err, "member")
 		})
 }
 

@@ -81,6 +81,14 @@ func (a *API) registerRoutes(h huma.API) {
 			}
 			return &routeOut{Body: r}, nil
 		})
+	huma.Register(h, operation("deleteRoute", http.MethodDelete, "/routes/{id}", AccessOwner, 204,
+		"Delete a route with its targets: the gateway stops serving its prefix; ledger rows keep the route's id", 404),
+		func(ctx context.Context, in *RoutePath) (*struct{}, error) {
+			if _, err := a.st.DeleteRoute(ctx, actorOf(ctx), teamOf(ctx), in.ID); err != nil {
+				return nil, a.fromStore(err, "route")
+			}
+			return nil, nil
+		})
 	huma.Register(h, operation("setRouteResilience", http.MethodPut, "/routes/{id}/resilience", AccessOwner, 200,
 		"Set how often idempotent requests are tried and which path health probes use", 404, 422),
 		func(ctx context.Context, in *struct {

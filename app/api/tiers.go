@@ -9,23 +9,84 @@ import (
 	"github.com/tollgate/tollgate/app/store"
 )
 
-// Tier is a named preset of member limits as the API spells it.
+// Tier is a named preset of member limits as the API answers it.
 type Tier struct {
-	Name   string `json:"name" pattern:"^[a-z0-9][a-z0-9-]{0,62}$" doc:"Lower-case letters, digits and dashes."`
+	Name   string `json:"name" doc:"Lower-case letters, digits and dashes."`
 	Limits Limits `json:"limits" doc:"The tier's member limits; a member's own limits win over them."`
-	Weight int64  `json:"weight,omitempty" minimum:"1" maximum:"1000" default:"1" doc:"Share under contention (for the fair waiting room)."`
+	Weight int64  `json:"weight" doc:"Share under contention (for the fair waiting room)."`
 	// The most a member of the tier is granted per budget period by auto-approved requests.
-	AutoApproveMicros int64 `json:"auto_approve_micros,omitempty" minimum:"0" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never."`
-	Members           int64 `json:"members" readOnly:"true" doc:"Members assigned (in listings)."`
+	AutoApproveMicros int64  `json:"auto_approve_micros" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never."`
+	AutoApproveUSD    string `json:"auto_approve_usd" doc:"auto_approve_micros in dollars (25.00)."`
+	Members           int64  `json:"members" doc:"Members assigned (in listings)."`
 }
 
 func tierBody(t store.Tier) Tier {
-	return Tier{Name: t.Name, Limits: limitsBody(t.Limits), Weight: t.Weight, AutoApproveMicros: t.AutoApprove, Members: t.Members}
+	return Tier{Name: t.Name, Limits: limitsBody(t.Limits), Weight: t.Weight, AutoApproveMicros: t.AutoApprove,
+		AutoApproveUSD: store.FormatDollars(t.AutoApprove), Members: t.Members}
 }
 
-func (t Tier) store() (store.Tier, error) {
-	l, err := t.Limits.store()
-	return store.Tier{Name: t.Name, Limits: l, Weight: max(t.Weight, 1), AutoApprove: t.AutoApproveMicros}, store.Within("limits", err)
+// TierSettings are what a caller writes of a tier: its limits, weight and
+// auto-approve ceiling (in micro-dollars or dollars). A PUT names them all,
+// each limit included; a PATCH only what it changes.
+type TierSettings struct {
+	Limits            *LimitsInput `json:"limits,omitempty" doc:"The tier's member limits; a member's own limits win over them."`
+	Weight            *int64       `json:"weight,omitempty" minimum:"1" maximum:"1000" doc:"Share under contention (for the fair waiting room)."`
+	AutoApproveMicros *int64       `json:"auto_approve_micros,omitempty" minimum:"0" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never (or auto_approve_usd)."`
+	AutoApproveUSD    *string      `json:"auto_approve_usd,omitempty" example:"10.00" doc:"auto_approve_micros in dollars (or auto_approve_micros)."`
+}
+
+// tierFields are what a PUT of a tier must name besides its limits.
+var tierFields = [][]string{{"limits"}, {"weight"}, {"auto_approve_micros", "auto_approve_usd"}}
+
+// change is what the settings the caller named (f) do to a stored tier.
+func (in TierSettings) change(f fields) (func(store.Tier) store.Tier, error) {
+	limits := func(l store.Limits) store.Limits { return l }
+	if in.Limits != nil {
+		var err error
+		if limits, err = in.Limits.change(fieldsOf(f["limits"])); err != nil {
+			return nil, store.Within("limits", err)
+		}
+	}
+	var autoApprove *int64
+	switch {
+	case in.AutoApproveUSD != nil:
+		v, err := store.ParseDollars(*in.AutoApproveUSD)
+		if err != nil {
+			return nil, &store.ValidationError{Field: "auto_approve_usd", Message: "auto_approve_usd: " + err.Error()}
+		}
+		if in.AutoApproveMicros != nil && *in.AutoApproveMicros != v {
+			return nil, &store.ValidationError{Field: "auto_approve_usd", Message: "auto_approve_usd and auto_approve_micros name different amounts; give one"}
+		}
+		autoApprove = &v
+	case in.AutoApproveMicros != nil:
+		autoApprove = in.AutoApproveMicros
+	}
+	return func(t store.Tier) store.Tier {
+		t.Limits = limits(t.Limits)
+		if in.Weight != nil {
+			t.Weight = *in.Weight
+		}
+		if autoApprove != nil {
+			t.AutoApprove = *autoApprove
+		}
+		return t
+	}, nil
+}
+
+// missing are the problems of a PUT of a tier that leaves something out.
+func (in TierSettings) missing(f fields) *Problem {
+	details := f.missing("body.", tierFields)
+	if in.Limits != nil {
+		details = append(details, fieldsOf(f["limits"]).missing("body.limits.", limitFields)...)
+	}
+	return missingProblem(details)
+}
+
+// NewTier is a tier as its creator describes it: what it leaves out is none
+// (limits), 1 (weight) or 0 (auto-approve).
+type NewTier struct {
+	Name string `json:"name" pattern:"^[a-z0-9][a-z0-9-]{0,62}$" doc:"Lower-case letters, digits and dashes."`
+	TierSettings
 }
 
 type tierOut struct{ Body Tier }
@@ -87,11 +148,12 @@ func (a *API) registerTiers(h huma.API) {
 	huma.Register(h, creating(operation("createTier", http.MethodPost, "/tiers", AccessOwner, 201, "Make a limit tier")),
 		func(ctx context.Context, in *struct {
 			IdempotencyKey string `header:"Idempotency-Key" required:"false" doc:"Replays the first response to a retry within 24h."`
-			Body           Tier
+			Body           NewTier
 		}) (*tierOut, error) {
-			t, err := in.Body.store()
+			change, err := in.Body.change(fieldsOf(rawBody(ctx)))
+			var t store.Tier
 			if err == nil {
-				t, err = a.st.CreateTier(ctx, actorOf(ctx), teamOf(ctx), t)
+				t, err = a.st.CreateTier(ctx, actorOf(ctx), teamOf(ctx), change(store.NewTier(in.Body.Name)))
 			}
 			if err != nil {
 				return nil, a.fromStore(err, "tier "+in.Body.Name)
@@ -107,27 +169,20 @@ func (a *API) registerTiers(h huma.API) {
 			return &tierOut{Body: tierBody(t)}, nil
 		})
 	huma.Register(h, operation("setTier", http.MethodPut, "/tiers/{name}", AccessOwner, 200,
-		"Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request", 404, 422),
-		func(ctx context.Context, in *struct {
-			TierPath
-			Body struct {
-				Limits            Limits `json:"limits"`
-				Weight            int64  `json:"weight,omitempty" minimum:"1" maximum:"1000" default:"1"`
-				AutoApproveMicros int64  `json:"auto_approve_micros,omitempty" minimum:"0"`
+		"Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request", 404, 422),
+		func(ctx context.Context, in *tierSettingsIn) (*tierOut, error) {
+			f := fieldsOf(rawBody(ctx))
+			if p := in.Body.missing(f); p != nil {
+				return nil, p
 			}
-		}) (*tierOut, error) {
-			l, err := in.Body.Limits.store()
-			if err != nil {
-				return nil, a.fromStore(store.Within("limits", err), "tier")
-			}
-			t, err := a.st.ChangeTier(ctx, actorOf(ctx), teamOf(ctx), in.Name, func(t store.Tier) store.Tier {
-				t.Limits, t.Weight, t.AutoApprove = l, max(in.Body.Weight, 1), in.Body.AutoApproveMicros
-				return t
+			return a.changeTier(ctx, in.Name, in.Body, f, func(store.Tier) store.Tier {
+				return store.NewTier(in.Name) // every field is replaced
 			})
-			if err != nil {
-				return nil, a.fromStore(err, "tier")
-			}
-			return &tierOut{Body: tierBody(t)}, nil
+		})
+	huma.Register(h, operation("patchTier", http.MethodPatch, "/tiers/{name}", AccessOwner, 200,
+		"Change some of a tier's settings: fields left out stay (in limits too), null removes a limit", 404, 422),
+		func(ctx context.Context, in *tierSettingsIn) (*tierOut, error) {
+			return a.changeTier(ctx, in.Name, in.Body, fieldsOf(rawBody(ctx)), func(t store.Tier) store.Tier { return t })
 		})
 	huma.Register(h, operation("deleteTier", http.MethodDelete, "/tiers/{name}", AccessOwner, 204,
 		"Delete a tier no member is in", 404, 409),
@@ -187,6 +242,24 @@ func (a *API) registerTiers(h huma.API) {
 				return &budgetRequestOut{Body: r}, nil
 			})
 	}
+}
+
+type tierSettingsIn struct {
+	TierPath
+	Body TierSettings
+}
+
+// changeTier applies settings (named by f) to the tier as stored, after base.
+func (a *API) changeTier(ctx context.Context, name string, settings TierSettings, f fields, base func(store.Tier) store.Tier) (*tierOut, error) {
+	change, err := settings.change(f)
+	if err != nil {
+		return nil, a.fromStore(err, "tier")
+	}
+	t, err := a.st.ChangeTier(ctx, actorOf(ctx), teamOf(ctx), name, func(t store.Tier) store.Tier { return change(base(t)) })
+	if err != nil {
+		return nil, a.fromStore(err, "tier")
+	}
+	return &tierOut{Body: tierBody(t)}, nil
 }
 
 func (a *API) effective(ctx context.Context, memberID int64) (*effectiveOut, error) {

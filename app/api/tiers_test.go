@@ -20,7 +20,7 @@ func TestTiersAndBudgetRequests(t *testing.T) {
 	betaOwner := e.token(&beta.ID, store.TokenRoleOwner)
 	member := "/api/v1/members/" + strconv.FormatInt(f.member.ID, 10)
 
-	if r := e.call(owner, http.MethodPut, "/api/v1/tiers/core", map[string]any{"limits": map[string]any{"concurrency": 4,
+	if r := e.call(owner, http.MethodPatch, "/api/v1/tiers/core", map[string]any{"limits": map[string]any{"concurrency": 4,
 		"budget_micros": 1_000_000, "budget_period": "daily"}, "weight": 5}); r.status != http.StatusOK {
 		t.Fatalf("setTier: %d %s", r.status, r.body)
 	}

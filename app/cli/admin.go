@@ -18,27 +18,33 @@ import (
 
 	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/config"
+	"github.com/tollgate/tollgate/app/console"
 	"github.com/tollgate/tollgate/app/store"
 	"github.com/tollgate/tollgate/limiter"
 )
 
 const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machine-readable output)
   create-team    --name N
-  add-member     --team T --email E [--role member|owner]
+  add-member     --team T --email E [--role member|owner]   (prints a one-time invite link: they are invited until they use it)
+  remove-member  --team T --member E   (for good: keys revoked, sessions end; usage and audit history stay;
+                 not yourself, not the last active owner)
   add-route      --team T [--preset anthropic|openai] [--prefix /p] [--upstream URL]
                  [--dialect anthropic|openai|generic] [--header H] [--credential-env VAR]
                  [--format 'Bearer {}'] [--fail-mode closed|open]
   add-target     --team T --prefix /p --upstream URL [--credential-env VAR]
                  (spread the route over one more upstream: a second account, region or fallback)
   remove-target  --team T --prefix /p --upstream URL [--credential-env VAR]
+  delete-route   --team T --prefix /p   (the gateway stops serving the prefix; usage history stays)
   set-route      --team T --prefix /p [--attempts 1..5] [--health-path /v1/models|none]
                  (attempts: retries of idempotent requests only; a health path turns on probes)
   issue-key      --team T --member E [--name N]     (prints the key once)
   rotate-key     --key ID [--grace 24h]              (old key works until the grace ends)
   revoke-key     --key ID
-  set-limits     --team T [--member E] [--algorithm token_bucket|sliding_window]
-                 [--rate N] [--period 1s] [--burst N] [--concurrency N] [--tpm N]
-                 [--budget 25.00|none] [--budget-period total|daily|monthly]   (no --member: team-wide; 0 removes)
+  set-limits     --team T [--member E] [--rate-algorithm token_bucket|sliding_window]
+                 [--rate-limit N] [--rate-period 1s] [--rate-burst N] [--concurrency N] [--tokens-per-minute N]
+                 [--budget-usd 25.00|none] [--budget-period total|daily|monthly]
+                 (no --member: team-wide; what is not given stays; 0 or none removes; the API's names;
+                 --algorithm, --rate, --period, --burst, --tpm and --budget are the same flags)
   disable-member --team T --member E
   enable-member  --team T --member E
   set-role       --team T --member E --role owner|member   (the last active owner cannot be demoted or disabled)
@@ -85,7 +91,8 @@ func admin(ctx context.Context, args []string, env Env) error {
 		return nil
 	}
 	verbs := map[string]func(context.Context, *adminCmd, []string) error{
-		"create-team": createTeam, "add-member": addMember, "add-route": addRoute,
+		"create-team": createTeam, "add-member": addMember, "remove-member": removeMember,
+		"add-route": addRoute, "delete-route": deleteRoute,
 		"add-target": routeTarget(true), "remove-target": routeTarget(false), "set-route": setRoute,
 		"issue-key": issueKey, "rotate-key": rotateKey, "revoke-key": revokeKey,
 		"disable-member": setMemberStatus(store.StatusDisabled), "enable-member": setMemberStatus(store.StatusActive),
@@ -224,11 +231,65 @@ func addMember(ctx context.Context, c *adminCmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := c.st.AddMember(ctx, store.ActorCLI, t.ID, *email, *role)
+	m, token, inv, err := c.st.AddMemberInvited(ctx, store.ActorCLI, t.ID, *email, *role)
 	if err != nil {
 		return conflict(err, "member "+*email)
 	}
-	return c.print(m, func(w io.Writer) { fmt.Fprintf(w, "added %s to %s as %s (id %d)\n", m.Email, t.Name, m.Role, m.ID) })
+	// Named as the admin API names them.
+	out := struct {
+		store.Member
+		InviteLink      string    `json:"invite_link"`
+		InviteExpiresAt time.Time `json:"invite_expires_at"`
+	}{m, console.InviteURL(c.cfg.PublicURL, token), inv.ExpiresAt}
+	return c.print(out, func(w io.Writer) {
+		fmt.Fprintf(w, "added %s to %s as %s (id %d), invited: send them this link to set a password. It works once, until %s:\n  %s\n",
+			m.Email, t.Name, m.Role, m.ID, inv.ExpiresAt.UTC().Format(time.RFC3339), out.InviteLink)
+	})
+}
+
+func removeMember(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	memberRef := c.flags.String("member", "", "member email or id")
+	if err := c.parse(args, "team", "member"); err != nil {
+		return err
+	}
+	t, m, err := c.member(ctx, *teamRef, *memberRef)
+	if err != nil {
+		return err
+	}
+	if m, err = c.st.RemoveMember(ctx, store.ActorCLI, t.ID, m.ID); err != nil {
+		return err
+	}
+	return c.print(m, func(w io.Writer) {
+		fmt.Fprintf(w, "removed %s from %s: their keys are revoked and their sessions end at once; their usage and audit history stay\n", m.Email, t.Name)
+	})
+}
+
+func deleteRoute(ctx context.Context, c *adminCmd, args []string) error {
+	teamRef := c.flags.String("team", "", "team name or id")
+	prefix := c.flags.String("prefix", "", "the route's prefix, e.g. /anthropic")
+	if err := c.parse(args, "team", "prefix"); err != nil {
+		return err
+	}
+	t, err := c.team(ctx, *teamRef)
+	if err != nil {
+		return err
+	}
+	routes, err := c.st.Routes(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(routes, func(r store.Route) bool { return r.Prefix == *prefix })
+	if i < 0 {
+		return fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, *prefix, t.Name)
+	}
+	r, err := c.st.DeleteRoute(ctx, store.ActorCLI, t.ID, routes[i].ID)
+	if err != nil {
+		return err
+	}
+	return c.print(r, func(w io.Writer) {
+		fmt.Fprintf(w, "deleted route %s of %s: the gateway stops serving it at once; its usage history stays\n", r.Prefix, t.Name)
+	})
 }
 
 func addRoute(ctx context.Context, c *adminCmd, args []string) error {
@@ -496,7 +557,7 @@ func list(ctx context.Context, c *adminCmd, args []string) error {
 				if !ok {
 					l = store.NoLimits()
 				}
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.Status, describeLimits(l))
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", m.ID, m.Email, m.Role, m.State(), describeLimits(l))
 			}
 		})
 	case "keys":

@@ -182,7 +182,7 @@ func TestAdminEndToEnd(t *testing.T) {
 		t.Errorf("list teams --json = %+v", teams)
 	}
 	wantOutput(t, "list members", c.ok("admin", "list", "members", "--team", "acme"),
-		"alice@example.com", "member", "bob@example.com", "owner", "active")
+		"alice@example.com", "member", "bob@example.com", "owner", "invited") // neither has used their invite link yet
 	var members []store.Member
 	if c.json(&members, "admin", "list", "members", "--team", "acme"); len(members) != 2 {
 		t.Errorf("list members --json = %+v", members)
@@ -284,9 +284,9 @@ func TestAdminMistakes(t *testing.T) {
 			})
 		}
 	})
-	// Nothing above changed anything: one team, one member, one revoked key, no route.
+	// Nothing above changed anything: one team, one member with their invite, one revoked key, no route.
 	var entries []store.AuditEntry
-	if c.json(&entries, "admin", "audit"); len(entries) != 4 {
-		t.Errorf("audit after the mistakes has %d entries, want 4: %+v", len(entries), entries)
+	if c.json(&entries, "admin", "audit"); len(entries) != 5 {
+		t.Errorf("audit after the mistakes has %d entries, want 5: %+v", len(entries), entries)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/tollgate/tollgate/app/store"
 )
@@ -53,41 +54,66 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 // stored when the store holds the lock, not as read here: a concurrent change
 // of another flag stays.
 func limitFlags(c *adminCmd) func() (func(store.Limits) store.Limits, error) {
-	algorithm := c.flags.String("algorithm", "", "token_bucket or sliding_window")
-	rate := c.flags.Int64("rate", 0, "requests per period (0: no rate limit)")
-	period := c.flags.Duration("period", 0, "rate period, e.g. 1s or 1m")
-	burst := c.flags.Int64("burst", 0, "token bucket capacity (0: same as --rate)")
-	concurrency := c.flags.Int64("concurrency", 0, "requests in flight at once (0: no cap)")
-	tpm := c.flags.Int64("tpm", 0, "tokens per minute (0: no limit)")
-	budget := c.flags.String("budget", "", "spend limit per budget period in dollars, e.g. 25.00 (\"none\": no budget)")
-	budgetPeriod := c.flags.String("budget-period", "", "total, daily or monthly (UTC)")
+	var (
+		algorithm, budget, budgetPeriod string
+		rate, burst, concurrency, tpm   int64
+		period                          time.Duration
+	)
+	// Each limit goes by the admin API's name (rate_limit is --rate-limit)
+	// and by its older short flag; both set the same value.
+	for _, name := range []string{"rate-algorithm", "algorithm"} {
+		c.flags.StringVar(&algorithm, name, "", "token_bucket or sliding_window")
+	}
+	for _, f := range []struct {
+		names [2]string
+		v     *int64
+		usage string
+	}{
+		{[2]string{"rate-limit", "rate"}, &rate, "requests per period (0: no rate limit)"},
+		{[2]string{"rate-burst", "burst"}, &burst, "token bucket capacity (0: same as --rate-limit)"},
+		{[2]string{"concurrency", ""}, &concurrency, "requests in flight at once (0: no cap)"},
+		{[2]string{"tokens-per-minute", "tpm"}, &tpm, "tokens per minute (0: no limit)"},
+	} {
+		for _, name := range f.names {
+			if name != "" {
+				c.flags.Int64Var(f.v, name, 0, f.usage)
+			}
+		}
+	}
+	for _, name := range []string{"rate-period", "period"} {
+		c.flags.DurationVar(&period, name, 0, "rate period, e.g. 1s or 1m")
+	}
+	for _, name := range []string{"budget-usd", "budget"} {
+		c.flags.StringVar(&budget, name, "", "spend limit per budget period in dollars, e.g. 25.00 (\"none\": no budget)")
+	}
+	c.flags.StringVar(&budgetPeriod, "budget-period", "", "total, daily or monthly (UTC)")
 	return func() (func(store.Limits) store.Limits, error) {
 		var budgetMicros *int64
-		if flagGiven(c.flags, "budget") && *budget != "none" {
-			micros, err := store.ParseDollars(*budget)
+		if (flagGiven(c.flags, "budget") || flagGiven(c.flags, "budget-usd")) && budget != "none" {
+			micros, err := store.ParseDollars(budget)
 			if err != nil {
-				return nil, usagef("%s: --budget: %v", c.flags.Name(), err)
+				return nil, usagef("%s: --budget-usd: %v", c.flags.Name(), err)
 			}
 			budgetMicros = &micros
 		}
 		return func(l store.Limits) store.Limits {
 			c.flags.Visit(func(f *flag.Flag) {
 				switch f.Name {
-				case "algorithm":
-					l.RateAlgorithm = *algorithm
-				case "rate":
-					l.RateLimit = *rate
-				case "period":
-					l.RatePeriod = *period
-				case "burst":
-					l.RateBurst = *burst
+				case "rate-algorithm", "algorithm":
+					l.RateAlgorithm = algorithm
+				case "rate-limit", "rate":
+					l.RateLimit = rate
+				case "rate-period", "period":
+					l.RatePeriod = period
+				case "rate-burst", "burst":
+					l.RateBurst = burst
 				case "concurrency":
-					l.Concurrency = *concurrency
-				case "tpm":
-					l.TokensPerMinute = *tpm
+					l.Concurrency = concurrency
+				case "tokens-per-minute", "tpm":
+					l.TokensPerMinute = tpm
 				case "budget-period":
-					l.BudgetPeriod = *budgetPeriod
-				case "budget":
+					l.BudgetPeriod = budgetPeriod
+				case "budget-usd", "budget":
 					l.Budget = budgetMicros
 				}
 			})

@@ -96,6 +96,7 @@ func auditURL(member, action string, before int64) string {
 // auditActionLabels names each action in the filter.
 var auditActionLabels = map[string]string{
 	store.ActionMemberStatus:      "Cut off or restored",
+	store.ActionMemberRemove:      "Member removed",
 	store.ActionMemberRole:        "Role changed",
 	store.ActionMemberLimits:      "Member limits",
 	store.ActionTeamLimits:        "Team limits",
@@ -207,6 +208,8 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 			return "restored " + e.Target, nil
 		}
 		return "cut off " + e.Target, nil
+	case store.ActionMemberRemove:
+		return "removed " + e.Target + " from the team", nil
 	case store.ActionMemberRole:
 		var after struct{ Role string }
 		err := decode(e.After, &after)

@@ -99,6 +99,9 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	must(e.st.DeclineBudgetRequest(ctx, by, o.TeamID, asked.ID, "not this month"))
 	must(e.st.AssignTier(ctx, by, o.TeamID, ada.ID, ""))
 	must(nil, e.st.DeleteTier(ctx, by, o.TeamID, "core"))
+	leaver, err := e.st.AddMember(ctx, by, o.TeamID, "leaver@acme.test", store.RoleMember)
+	must(leaver, err)
+	must(e.st.RemoveMember(ctx, by, o.TeamID, leaver.ID))
 
 	entries, err := e.st.Audit(ctx, nil, 1000)
 	must(entries, err)
@@ -120,6 +123,7 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	for action, want := range map[string]string{
 		store.ActionMemberStatus:      "owner@acme.test cut off ada@acme.test.",
 		store.ActionMemberRole:        "owner@acme.test made ada@acme.test an owner.",
+		store.ActionMemberRemove:      "owner@acme.test removed leaver@acme.test from the team.",
 		store.ActionBudgetApprove:     "owner@acme.test approved ada@acme.test's request for $20.00 more budget: their budget this period is now $26.00, noting \"go ahead\".",
 		store.ActionBudgetAutoApprove: "The auto-approve ceiling of the tier core approved at once ada@acme.test's request for $1.00 more budget: their budget this period is now $6.00.",
 		store.ActionMemberTier:        "owner@acme.test took ada@acme.test out of the tier core.",

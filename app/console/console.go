@@ -202,6 +202,7 @@ func (c *Console) routes() []route {
 		{"POST", "/members/invites/reissue", owner, c.reissueInvite},
 		{"GET", "/members/{id}", owner, c.showMember},
 		{"POST", "/members/{id}/status", owner, c.setMemberStatus},
+		{"POST", "/members/{id}/remove", owner, c.removeMember},
 		{"POST", "/members/{id}/limits", owner, c.setMemberLimits},
 		{"GET", "/routes", owner, c.listRoutes},
 		{"POST", "/routes", owner, c.addRoute},

@@ -93,12 +93,14 @@ func waited(c live.Counts, ok bool) string {
 // revoked key, 503 no credential, ...).
 func refused(c live.Counts) int64 { return c.Throttled + c.OverBudget + c.Refused }
 
-// memberState is the dashboard's status badge: cut off, over budget, budget
+// memberState is the dashboard's status badge: removed, cut off, over budget, budget
 // too low (402s in the last minute, with budget left: one request may cost
 // more than what is left), throttled (429s in the last minute), refused
 // (other refusals in the last minute) or active.
 func memberState(m store.Member, b views.Budget, lm live.Member) (label, class string) {
 	switch {
+	case m.Status == store.StatusRemoved:
+		return "Removed", "disabled"
 	case m.Status != store.StatusActive:
 		return "Cut off", "disabled"
 	case b.Over:

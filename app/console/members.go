@@ -60,8 +60,8 @@ func (c *Console) membersPage(ctx context.Context, invite views.Invite) (views.M
 
 func memberRow(v *viewer, m store.Member, liveKeys int) views.MemberRow {
 	url := memberURL(m.ID)
-	return views.MemberRow{ID: m.ID, Email: m.Email, Role: m.Role, Status: m.Status, Keys: liveKeys,
-		URL: url, StatusURL: url + "/status", Self: m.ID == v.member.ID, SignIn: signInLabel(m.SignInMethod)}
+	return views.MemberRow{ID: m.ID, Email: m.Email, Role: m.Role, Status: m.Status, Invited: m.Invited, Keys: liveKeys,
+		URL: url, StatusURL: url + "/status", RemoveURL: url + "/remove", Self: m.ID == v.member.ID, SignIn: signInLabel(m.SignInMethod)}
 }
 
 // signInLabel names how a member last signed in, for the members table.
@@ -264,6 +264,49 @@ func (c *Console) setMemberStatus(w http.ResponseWriter, r *http.Request) {
 	lt, ok := c.readLive(r.Context(), v.team.ID)
 	vm.Row.Usage = memberUsage(figs, lt, ok, m.ID)
 	c.render(w, r, http.StatusOK, views.MemberRowView(vm.Row))
+}
+
+// removeMember takes a member out of the team for good, after a confirmation
+// page: their keys are revoked and their sessions end; their usage and audit
+// history stay.
+func (c *Console) removeMember(w http.ResponseWriter, r *http.Request) {
+	form, err := readForm(w, r, "confirm")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	m, err := c.teamMember(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := viewerFrom(r.Context())
+	if m.ID == v.member.ID {
+		c.failWith(w, r, http.StatusBadRequest, "Not yourself", "You cannot remove yourself from the team; another owner must.")
+		return
+	}
+	if form.Get("confirm") != "yes" {
+		c.render(w, r, http.StatusOK, views.ConfirmPage(views.Confirm{Nav: nav(v, views.TabMembers),
+			Title: "Remove " + m.Email + " from the team?",
+			Message: "Their keys are revoked and their console sessions end at once, on every replica. Their usage and audit history stay. " +
+				"This cannot be undone: to let them back, they need another email address.",
+			Action: r.URL.Path, Button: "Remove", Cancel: memberURL(m.ID)}))
+		return
+	}
+	_, err = c.st.RemoveMember(r.Context(), v.actor(), v.team.ID, m.ID)
+	if s, ok := errors.AsType[*store.StateError](err); ok { // the last active owner, or already removed
+		c.failWith(w, r, http.StatusConflict, "Not removed", s.Message)
+		return
+	}
+	if f, ok := errors.AsType[*store.ForbiddenError](err); ok {
+		c.failWith(w, r, http.StatusForbidden, "Not removed", f.Message)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/members", http.StatusSeeOther)
 }
 
 // nav is the header for the viewer with tab active.

@@ -269,6 +269,38 @@ func (q *Queries) APIKeyRevoke(ctx context.Context, db DBTX, arg APIKeyRevokePar
 	return i, err
 }
 
+const aPIKeyRevokeByMember = `-- name: APIKeyRevokeByMember :many
+UPDATE api_key SET revoked_at = now()
+WHERE team_id = $1 AND member_id = $2 AND revoked_at IS NULL
+RETURNING id
+`
+
+type APIKeyRevokeByMemberParams struct {
+	TeamID   int64
+	MemberID int64
+}
+
+// Revokes every key of a member who leaves the team.
+func (q *Queries) APIKeyRevokeByMember(ctx context.Context, db DBTX, arg APIKeyRevokeByMemberParams) ([]string, error) {
+	rows, err := db.Query(ctx, aPIKeyRevokeByMember, arg.TeamID, arg.MemberID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const keyUseList = `-- name: KeyUseList :many
 SELECT key_id, last_used_at FROM api_key_use WHERE team_id = $1
 `

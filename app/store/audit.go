@@ -19,6 +19,7 @@ const (
 	ActionMemberAdd         = "member.add"
 	ActionMemberStatus      = "member.status"
 	ActionMemberRole        = "member.role"
+	ActionMemberRemove      = "member.remove"
 	ActionMemberLimits      = "member.limits"
 	ActionMemberPassword    = "member.password"
 	ActionRouteAdd          = "route.add"
@@ -51,7 +52,7 @@ const (
 
 // AuditActions is every action the store writes, in the order a filter lists them.
 func AuditActions() []string {
-	return []string{ActionMemberStatus, ActionMemberRole, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
+	return []string{ActionMemberStatus, ActionMemberRemove, ActionMemberRole, ActionMemberLimits, ActionTeamLimits, ActionKeyIssue, ActionKeyRotate,
 		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,

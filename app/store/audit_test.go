@@ -18,6 +18,8 @@ var auditedWriters = map[string]string{
 	"CreateTeam":           "team.create",
 	"AddMember":            "member.add",
 	"SetMemberStatus":      "member.status",
+	"AddMemberInvited":     "member.add, invite.create",
+	"RemoveMember":         "member.remove",
 	"SetMemberRole":        "member.role",
 	"SetMemberLimits":      "member.limits",
 	"SetTeamLimits":        "team.limits",
@@ -102,6 +104,15 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	check("AddMember", func() { bob = must(f.st.AddMember(ctx, actor, f.team.ID, "bob@example.com", store.RoleMember))(t) })
 	check("SetMemberStatus", func() { must(f.st.SetMemberStatus(ctx, actor, f.team.ID, bob.ID, store.StatusDisabled))(t) })
 	check("SetMemberRole", func() { must(f.st.SetMemberRole(ctx, actor, f.team.ID, bob.ID, store.RoleOwner))(t) })
+	var carol store.Member
+	check("AddMemberInvited", func() {
+		var err error
+		carol, _, _, err = f.st.AddMemberInvited(ctx, actor, f.team.ID, "carol@example.com", store.RoleMember)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	check("RemoveMember", func() { must(f.st.RemoveMember(ctx, actor, f.team.ID, carol.ID))(t) })
 	budget := int64(5_000_000)
 	limits := check("SetMemberLimits", func() {
 		must(f.st.SetMemberLimits(ctx, actor, f.team.ID, bob.ID, store.Limits{RateLimit: 60, RatePeriod: time.Minute,

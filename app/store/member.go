@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"strconv"
@@ -19,6 +20,9 @@ const (
 	RoleMember     = "member"
 	StatusActive   = "active"
 	StatusDisabled = "disabled"
+	// StatusRemoved is a member who left the team: kept for the ledger and the
+	// audit log, refused everywhere, never restored.
+	StatusRemoved = "removed"
 )
 
 // Member is a person in a team.
@@ -32,14 +36,29 @@ type Member struct {
 	// SignInMethod is how they last signed in to the console (SignInPassword,
 	// SignInOIDC, SignInGitHub); "" if never.
 	SignInMethod string `json:"sign_in_method,omitempty"`
+	// Invited is a member with no way in yet: no password, never signed in.
+	// An invite link (or their team's single sign-on) lets them in.
+	Invited bool `json:"invited"`
 	// SessionEpoch moves on at each cut-off and restore; a console session
 	// signed in under an older epoch is over.
 	SessionEpoch int64 `json:"-"`
 }
 
+// State is the member's state in a person's words: invited (no way in yet),
+// active, cut off or removed.
+func (m Member) State() string {
+	switch {
+	case m.Status == StatusActive && m.Invited:
+		return "invited"
+	case m.Status == StatusDisabled:
+		return "cut off"
+	}
+	return m.Status
+}
+
 func memberFrom(m db.Member) Member {
 	member := Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Role: m.Role, Status: m.Status, CreatedAt: m.CreatedAt,
-		SessionEpoch: m.SessionEpoch}
+		SessionEpoch: m.SessionEpoch, Invited: m.PasswordHash == nil && m.SignInMethod == nil}
 	if m.SignInMethod != nil {
 		member.SignInMethod = *m.SignInMethod
 	}
@@ -61,6 +80,34 @@ func (s *Store) AddMember(ctx context.Context, actor Actor, teamID int64, email,
 		return Member{}, fmt.Errorf("store: add member %s: %w", email, err)
 	}
 	return m, nil
+}
+
+// AddMemberInvited adds a person to a team with a one-time invite link that
+// lets them set a password: a member added without one would have no way in.
+// The link's token is returned once, with the invite.
+func (s *Store) AddMemberInvited(ctx context.Context, actor Actor, teamID int64, email, role string) (Member, string, Invite, error) {
+	email, err := checkMember(email, role)
+	if err != nil {
+		return Member{}, "", Invite{}, err
+	}
+	token, hash := newLinkToken()
+	var (
+		m   Member
+		inv Invite
+	)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if m, err = s.addMember(ctx, tx, actor, teamID, email, role); err != nil {
+			return err
+		}
+		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, role); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteCreate, target: email, after: inv})
+	})
+	if err != nil {
+		return Member{}, "", Invite{}, fmt.Errorf("store: add member %s: %w", email, err)
+	}
+	return m, token, inv, nil
 }
 
 // checkMember validates a new member's email and role and returns the email as stored.
@@ -142,6 +189,9 @@ func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, member
 		if err != nil {
 			return mapErr(err)
 		}
+		if before.Status == StatusRemoved {
+			return stale("%s was removed from the team; a removal is not undone", before.Email)
+		}
 		if status == StatusDisabled && lastOwner(before, owners) {
 			return stale("%s is the team's last active owner and cannot be cut off; make another member an owner first", before.Email)
 		}
@@ -197,6 +247,59 @@ func (s *Store) SetMemberRole(ctx context.Context, actor Actor, teamID, memberID
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("store: set member %d role: %w", memberID, err)
+	}
+	return m, nil
+}
+
+// RemoveMember takes a member out of the team for good. Their row stays, so
+// the ledger, their budget requests and the audit log still name them; but
+// every key of theirs is revoked, their console sessions end (the session
+// epoch moves on) and their admin tokens stop, on every replica at the next
+// request, and their pending invites are taken back. Nobody removes
+// themselves, and the team's last active owner cannot be removed.
+func (s *Store) RemoveMember(ctx context.Context, actor Actor, teamID, memberID int64) (Member, error) {
+	var (
+		m       Member
+		revoked []string
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		owners, person, isPerson, err := s.lockOwners(ctx, tx, actor, teamID)
+		if err != nil {
+			return err
+		}
+		if isPerson && person == memberID {
+			return forbidden("you cannot remove yourself; another owner must")
+		}
+		before, err := s.q.MemberLockByID(ctx, tx, db.MemberLockByIDParams{TeamID: teamID, ID: memberID})
+		if err != nil {
+			return mapErr(err)
+		}
+		if before.Status == StatusRemoved {
+			return stale("%s was already removed", before.Email)
+		}
+		if lastOwner(before, owners) {
+			return stale("%s is the team's last active owner and cannot be removed; make another member an owner first", before.Email)
+		}
+		row, err := s.q.MemberSetStatus(ctx, tx, db.MemberSetStatusParams{TeamID: teamID, ID: memberID, Status: StatusRemoved})
+		if err != nil {
+			return mapErr(err)
+		}
+		m = memberFrom(row)
+		if revoked, err = s.q.APIKeyRevokeByMember(ctx, tx, db.APIKeyRevokeByMemberParams{TeamID: teamID, MemberID: memberID}); err != nil {
+			return err
+		}
+		if _, err := s.revokeInvites(ctx, tx, teamID, m.Email); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberRemove, target: m.Email,
+			before: map[string]string{"status": before.Status}, after: map[string]any{"status": StatusRemoved, "revoked_keys": revoked}})
+	})
+	if err != nil {
+		return Member{}, fmt.Errorf("store: remove member %d: %w", memberID, err)
+	}
+	s.mirrorCutOff(ctx, teamID, memberID, true)
+	for _, id := range revoked {
+		s.mirrorKeyRevoked(ctx, teamID, id)
 	}
 	return m, nil
 }

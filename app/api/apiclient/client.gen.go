@@ -59,19 +59,19 @@ func (e AdminTokenOwner) Valid() bool {
 
 // Defines values for LimitsBudgetPeriod.
 const (
-	Daily   LimitsBudgetPeriod = "daily"
-	Monthly LimitsBudgetPeriod = "monthly"
-	Total   LimitsBudgetPeriod = "total"
+	LimitsBudgetPeriodDaily   LimitsBudgetPeriod = "daily"
+	LimitsBudgetPeriodMonthly LimitsBudgetPeriod = "monthly"
+	LimitsBudgetPeriodTotal   LimitsBudgetPeriod = "total"
 )
 
 // Valid indicates whether the value is a known member of the LimitsBudgetPeriod enum.
 func (e LimitsBudgetPeriod) Valid() bool {
 	switch e {
-	case Daily:
+	case LimitsBudgetPeriodDaily:
 		return true
-	case Monthly:
+	case LimitsBudgetPeriodMonthly:
 		return true
-	case Total:
+	case LimitsBudgetPeriodTotal:
 		return true
 	default:
 		return false
@@ -80,16 +80,55 @@ func (e LimitsBudgetPeriod) Valid() bool {
 
 // Defines values for LimitsRateAlgorithm.
 const (
-	SlidingWindow LimitsRateAlgorithm = "sliding_window"
-	TokenBucket   LimitsRateAlgorithm = "token_bucket"
+	LimitsRateAlgorithmSlidingWindow LimitsRateAlgorithm = "sliding_window"
+	LimitsRateAlgorithmTokenBucket   LimitsRateAlgorithm = "token_bucket"
 )
 
 // Valid indicates whether the value is a known member of the LimitsRateAlgorithm enum.
 func (e LimitsRateAlgorithm) Valid() bool {
 	switch e {
-	case SlidingWindow:
+	case LimitsRateAlgorithmSlidingWindow:
 		return true
-	case TokenBucket:
+	case LimitsRateAlgorithmTokenBucket:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LimitsInputBudgetPeriod.
+const (
+	LimitsInputBudgetPeriodDaily   LimitsInputBudgetPeriod = "daily"
+	LimitsInputBudgetPeriodMonthly LimitsInputBudgetPeriod = "monthly"
+	LimitsInputBudgetPeriodTotal   LimitsInputBudgetPeriod = "total"
+)
+
+// Valid indicates whether the value is a known member of the LimitsInputBudgetPeriod enum.
+func (e LimitsInputBudgetPeriod) Valid() bool {
+	switch e {
+	case LimitsInputBudgetPeriodDaily:
+		return true
+	case LimitsInputBudgetPeriodMonthly:
+		return true
+	case LimitsInputBudgetPeriodTotal:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LimitsInputRateAlgorithm.
+const (
+	LimitsInputRateAlgorithmSlidingWindow LimitsInputRateAlgorithm = "sliding_window"
+	LimitsInputRateAlgorithmTokenBucket   LimitsInputRateAlgorithm = "token_bucket"
+)
+
+// Valid indicates whether the value is a known member of the LimitsInputRateAlgorithm enum.
+func (e LimitsInputRateAlgorithm) Valid() bool {
+	switch e {
+	case LimitsInputRateAlgorithmSlidingWindow:
+		return true
+	case LimitsInputRateAlgorithmTokenBucket:
 		return true
 	default:
 		return false
@@ -235,6 +274,22 @@ type AddMemberInBody struct {
 // AddMemberInBodyRole defines model for AddMemberInBody.Role.
 type AddMemberInBodyRole string
 
+// AddedMemberOutBody defines model for AddedMemberOutBody.
+type AddedMemberOutBody struct {
+	CreatedAt       time.Time `json:"created_at"`
+	Email           string    `json:"email"`
+	Id              int64     `json:"id"`
+	InviteExpiresAt time.Time `json:"invite_expires_at"`
+
+	// InviteLink The one-time link that lets them set a password, until its expiry; shown only this once.
+	InviteLink   string  `json:"invite_link"`
+	Invited      bool    `json:"invited"`
+	Role         string  `json:"role"`
+	SignInMethod *string `json:"sign_in_method,omitempty"`
+	Status       string  `json:"status"`
+	TeamId       int64   `json:"team_id"`
+}
+
 // AdminToken defines model for AdminToken.
 type AdminToken struct {
 	CreatedAt  time.Time       `json:"created_at"`
@@ -329,7 +384,7 @@ type InviteOutBody struct {
 	Email     string    `json:"email"`
 	ExpiresAt time.Time `json:"expires_at"`
 
-	// Link The one-time link (valid 24h) that lets them set a password; shown only this once.
+	// Link The one-time link that lets them set a password, until its expiry; shown only this once.
 	Link string `json:"link"`
 	Role string `json:"role"`
 }
@@ -372,23 +427,33 @@ type KeysOutBody struct {
 
 // Limits defines model for Limits.
 type Limits struct {
-	// BudgetMicros Micro-dollars per budget_period; absent: no budget, 0 refuses every paid request.
-	BudgetMicros *int64 `json:"budget_micros,omitempty"`
+	// BudgetMicros Micro-dollars per budget_period; null: no budget, 0 refuses every paid request.
+	BudgetMicros *int64 `json:"budget_micros"`
 
 	// BudgetPeriod UTC periods.
-	BudgetPeriod *LimitsBudgetPeriod `json:"budget_period,omitempty"`
+	BudgetPeriod LimitsBudgetPeriod `json:"budget_period"`
 
-	// Concurrency Requests in flight at once.
-	Concurrency   *int64               `json:"concurrency,omitempty"`
-	RateAlgorithm *LimitsRateAlgorithm `json:"rate_algorithm,omitempty"`
+	// BudgetUsd The budget in dollars as a decimal string (25.00): the same as budget_micros.
+	BudgetUsd *string `json:"budget_usd"`
 
-	// RateBurst Token bucket capacity; 0: rate_limit.
-	RateBurst *int64 `json:"rate_burst,omitempty"`
+	// Concurrency Requests in flight at once; null: no cap.
+	Concurrency   *int64              `json:"concurrency"`
+	RateAlgorithm LimitsRateAlgorithm `json:"rate_algorithm"`
 
-	// RateLimit Requests per rate_period_ms; 0 or absent: no rate limit.
-	RateLimit       *int64 `json:"rate_limit,omitempty"`
-	RatePeriodMs    *int64 `json:"rate_period_ms,omitempty"`
-	TokensPerMinute *int64 `json:"tokens_per_minute,omitempty"`
+	// RateBurst Token bucket capacity; null: rate_limit.
+	RateBurst *int64 `json:"rate_burst"`
+
+	// RateLimit Requests per rate period; null: no rate limit.
+	RateLimit *int64 `json:"rate_limit"`
+
+	// RatePeriod The rate period as a duration (1s, 1m0s): the same as rate_period_ms.
+	RatePeriod string `json:"rate_period"`
+
+	// RatePeriodMs The rate period in milliseconds.
+	RatePeriodMs int64 `json:"rate_period_ms"`
+
+	// TokensPerMinute null: no token limit.
+	TokensPerMinute *int64 `json:"tokens_per_minute"`
 }
 
 // LimitsBudgetPeriod UTC periods.
@@ -397,11 +462,53 @@ type LimitsBudgetPeriod string
 // LimitsRateAlgorithm defines model for Limits.RateAlgorithm.
 type LimitsRateAlgorithm string
 
+// LimitsInput defines model for LimitsInput.
+type LimitsInput struct {
+	// BudgetMicros Micro-dollars per budget_period (or budget_usd); null: no budget, 0 refuses every paid request.
+	BudgetMicros *int64 `json:"budget_micros,omitempty"`
+
+	// BudgetPeriod UTC periods.
+	BudgetPeriod *LimitsInputBudgetPeriod `json:"budget_period,omitempty"`
+
+	// BudgetUsd Dollars per budget_period as a decimal string, exact to $0.000001 (or budget_micros); null: no budget.
+	//
+	// Examples: 25.00
+	BudgetUsd *string `json:"budget_usd,omitempty"`
+
+	// Concurrency Requests in flight at once; null or 0: no cap.
+	Concurrency   *int64                    `json:"concurrency,omitempty"`
+	RateAlgorithm *LimitsInputRateAlgorithm `json:"rate_algorithm,omitempty"`
+
+	// RateBurst Token bucket capacity; null or 0: rate_limit.
+	RateBurst *int64 `json:"rate_burst,omitempty"`
+
+	// RateLimit Requests per rate period; null or 0: no rate limit.
+	RateLimit *int64 `json:"rate_limit,omitempty"`
+
+	// RatePeriod The rate period as a Go duration: 1s, 1m, 1h30m (or rate_period_ms).
+	//
+	// Examples: 1m
+	RatePeriod *string `json:"rate_period,omitempty"`
+
+	// RatePeriodMs The rate period in milliseconds (or rate_period).
+	RatePeriodMs *int64 `json:"rate_period_ms,omitempty"`
+
+	// TokensPerMinute null or 0: no token limit.
+	TokensPerMinute *int64 `json:"tokens_per_minute,omitempty"`
+}
+
+// LimitsInputBudgetPeriod UTC periods.
+type LimitsInputBudgetPeriod string
+
+// LimitsInputRateAlgorithm defines model for LimitsInput.RateAlgorithm.
+type LimitsInputRateAlgorithm string
+
 // Member defines model for Member.
 type Member struct {
 	CreatedAt    time.Time `json:"created_at"`
 	Email        string    `json:"email"`
 	Id           int64     `json:"id"`
+	Invited      bool      `json:"invited"`
 	Role         string    `json:"role"`
 	SignInMethod *string   `json:"sign_in_method,omitempty"`
 	Status       string    `json:"status"`
@@ -411,6 +518,26 @@ type Member struct {
 // MembersOutBody defines model for MembersOutBody.
 type MembersOutBody struct {
 	Members *[]Member `json:"members"`
+}
+
+// NewTier defines model for NewTier.
+type NewTier struct {
+	// AutoApproveMicros Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never (or auto_approve_usd).
+	AutoApproveMicros *int64 `json:"auto_approve_micros,omitempty"`
+
+	// AutoApproveUsd auto_approve_micros in dollars (or auto_approve_micros).
+	//
+	// Examples: 10.00
+	AutoApproveUsd *string `json:"auto_approve_usd,omitempty"`
+
+	// Limits The tier's member limits; a member's own limits win over them.
+	Limits *LimitsInput `json:"limits,omitempty"`
+
+	// Name Lower-case letters, digits and dashes.
+	Name string `json:"name"`
+
+	// Weight Share under contention (for the fair waiting room).
+	Weight *int64 `json:"weight,omitempty"`
 }
 
 // Price defines model for Price.
@@ -585,13 +712,6 @@ type SetRouteResilienceRequest struct {
 	MaxAttempts int64 `json:"max_attempts"`
 }
 
-// SetTierRequest defines model for SetTierRequest.
-type SetTierRequest struct {
-	AutoApproveMicros *int64 `json:"auto_approve_micros,omitempty"`
-	Limits            Limits `json:"limits"`
-	Weight            *int64 `json:"weight,omitempty"`
-}
-
 // TargetInBody defines model for TargetInBody.
 type TargetInBody struct {
 	// CredentialEnv Its own credential variable; absent: the route's.
@@ -602,16 +722,36 @@ type TargetInBody struct {
 // Tier defines model for Tier.
 type Tier struct {
 	// AutoApproveMicros Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never.
-	AutoApproveMicros *int64 `json:"auto_approve_micros,omitempty"`
+	AutoApproveMicros int64 `json:"auto_approve_micros"`
+
+	// AutoApproveUsd auto_approve_micros in dollars (25.00).
+	AutoApproveUsd string `json:"auto_approve_usd"`
 
 	// Limits The tier's member limits; a member's own limits win over them.
 	Limits Limits `json:"limits"`
 
 	// Members Members assigned (in listings).
-	Members *int64 `json:"members,omitempty"`
+	Members int64 `json:"members"`
 
 	// Name Lower-case letters, digits and dashes.
 	Name string `json:"name"`
+
+	// Weight Share under contention (for the fair waiting room).
+	Weight int64 `json:"weight"`
+}
+
+// TierSettings defines model for TierSettings.
+type TierSettings struct {
+	// AutoApproveMicros Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never (or auto_approve_usd).
+	AutoApproveMicros *int64 `json:"auto_approve_micros,omitempty"`
+
+	// AutoApproveUsd auto_approve_micros in dollars (or auto_approve_micros).
+	//
+	// Examples: 10.00
+	AutoApproveUsd *string `json:"auto_approve_usd,omitempty"`
+
+	// Limits The tier's member limits; a member's own limits win over them.
+	Limits *LimitsInput `json:"limits,omitempty"`
 
 	// Weight Share under contention (for the fair waiting room).
 	Weight *int64 `json:"weight,omitempty"`
@@ -750,8 +890,11 @@ type DeclineBudgetRequestJSONRequestBody = DecideInBody
 // InviteMemberJSONRequestBody defines body for InviteMember for application/json ContentType.
 type InviteMemberJSONRequestBody = AddMemberInBody
 
+// PatchTeamLimitsJSONRequestBody defines body for PatchTeamLimits for application/json ContentType.
+type PatchTeamLimitsJSONRequestBody = LimitsInput
+
 // SetTeamLimitsJSONRequestBody defines body for SetTeamLimits for application/json ContentType.
-type SetTeamLimitsJSONRequestBody = Limits
+type SetTeamLimitsJSONRequestBody = LimitsInput
 
 // AddMemberJSONRequestBody defines body for AddMember for application/json ContentType.
 type AddMemberJSONRequestBody = AddMemberInBody
@@ -759,8 +902,11 @@ type AddMemberJSONRequestBody = AddMemberInBody
 // IssueKeyJSONRequestBody defines body for IssueKey for application/json ContentType.
 type IssueKeyJSONRequestBody = IssueKeyRequest
 
+// PatchMemberLimitsJSONRequestBody defines body for PatchMemberLimits for application/json ContentType.
+type PatchMemberLimitsJSONRequestBody = LimitsInput
+
 // SetMemberLimitsJSONRequestBody defines body for SetMemberLimits for application/json ContentType.
-type SetMemberLimitsJSONRequestBody = Limits
+type SetMemberLimitsJSONRequestBody = LimitsInput
 
 // SetMemberRoleJSONRequestBody defines body for SetMemberRole for application/json ContentType.
 type SetMemberRoleJSONRequestBody = SetMemberRoleRequest
@@ -784,10 +930,13 @@ type SetRouteResilienceJSONRequestBody = SetRouteResilienceRequest
 type AddRouteTargetJSONRequestBody = TargetInBody
 
 // CreateTierJSONRequestBody defines body for CreateTier for application/json ContentType.
-type CreateTierJSONRequestBody = Tier
+type CreateTierJSONRequestBody = NewTier
+
+// PatchTierJSONRequestBody defines body for PatchTier for application/json ContentType.
+type PatchTierJSONRequestBody = TierSettings
 
 // SetTierJSONRequestBody defines body for SetTier for application/json ContentType.
-type SetTierJSONRequestBody = SetTierRequest
+type SetTierJSONRequestBody = TierSettings
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -935,14 +1084,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/limits (the `GetTeamLimits` operationId).
 	GetTeamLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetTeamLimitsWithBody Replace the team-wide limits and budget, which bind on top of each member's
+	// PatchTeamLimitsWithBody Change some team-wide limits: fields left out stay, null removes a limit
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+	PatchTeamLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchTeamLimits Change some team-wide limits: fields left out stay, null removes a limit
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+	PatchTeamLimits(ctx context.Context, body PatchTeamLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetTeamLimitsWithBody Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /api/v1/limits (the `SetTeamLimits` operationId).
 	SetTeamLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetTeamLimits Replace the team-wide limits and budget, which bind on top of each member's
+	// SetTeamLimits Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -954,19 +1117,24 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/members (the `ListMembers` operationId).
 	ListMembers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AddMemberWithBody Add a member (without a password: invite them to set one)
+	// AddMemberWithBody Add a member, invited: the response's one-time link lets them set a password
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/members (the `AddMember` operationId).
 	AddMemberWithBody(ctx context.Context, params *AddMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AddMember Add a member (without a password: invite them to set one)
+	// AddMember Add a member, invited: the response's one-time link lets them set a password
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/members (the `AddMember` operationId).
 	AddMember(ctx context.Context, params *AddMemberParams, body AddMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveMember Remove a member for good: their keys are revoked, their sessions and admin tokens end on every replica at the next request; their ledger and audit rows stay (not yourself, not the last active owner)
+	//
+	// Corresponds with DELETE /api/v1/members/{id} (the `RemoveMember` operationId).
+	RemoveMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMember Get a member
 	//
@@ -1002,14 +1170,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/members/{id}/limits (the `GetMemberLimits` operationId).
 	GetMemberLimits(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetMemberLimitsWithBody Replace a member's limits and budget
+	// PatchMemberLimitsWithBody Change some of a member's limits: fields left out stay, null removes a limit
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+	PatchMemberLimitsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchMemberLimits Change some of a member's limits: fields left out stay, null removes a limit
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+	PatchMemberLimits(ctx context.Context, id int64, body PatchMemberLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetMemberLimitsWithBody Replace a member's limits and budget; every field is required (null: no limit of that kind)
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /api/v1/members/{id}/limits (the `SetMemberLimits` operationId).
 	SetMemberLimitsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetMemberLimits Replace a member's limits and budget
+	// SetMemberLimits Replace a member's limits and budget; every field is required (null: no limit of that kind)
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1092,6 +1274,11 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/routes (the `AddRoute` operationId).
 	AddRoute(ctx context.Context, params *AddRouteParams, body AddRouteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteRoute Delete a route with its targets: the gateway stops serving its prefix; ledger rows keep the route's id
+	//
+	// Corresponds with DELETE /api/v1/routes/{id} (the `DeleteRoute` operationId).
+	DeleteRoute(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateRouteWithBody Replace a route's settings
 	//
 	// Takes any type of body and a specified content type.
@@ -1168,14 +1355,28 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/tiers/{name} (the `GetTier` operationId).
 	GetTier(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetTierWithBody Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+	// PatchTierWithBody Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+	PatchTierWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchTier Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+	PatchTier(ctx context.Context, name string, body PatchTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetTierWithBody Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /api/v1/tiers/{name} (the `SetTier` operationId).
 	SetTierWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// SetTier Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+	// SetTier Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1385,7 +1586,41 @@ func (c *Client) GetTeamLimits(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
-// SetTeamLimitsWithBody Replace the team-wide limits and budget, which bind on top of each member's
+// PatchTeamLimitsWithBody Change some team-wide limits: fields left out stay, null removes a limit
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+func (c *Client) PatchTeamLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchTeamLimitsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchTeamLimits Change some team-wide limits: fields left out stay, null removes a limit
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+func (c *Client) PatchTeamLimits(ctx context.Context, body PatchTeamLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchTeamLimitsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetTeamLimitsWithBody Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 //
 // Takes any type of body and a specified content type.
 //
@@ -1402,7 +1637,7 @@ func (c *Client) SetTeamLimitsWithBody(ctx context.Context, contentType string, 
 	return c.Client.Do(req)
 }
 
-// SetTeamLimits Replace the team-wide limits and budget, which bind on top of each member's
+// SetTeamLimits Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1434,7 +1669,7 @@ func (c *Client) ListMembers(ctx context.Context, reqEditors ...RequestEditorFn)
 	return c.Client.Do(req)
 }
 
-// AddMemberWithBody Add a member (without a password: invite them to set one)
+// AddMemberWithBody Add a member, invited: the response's one-time link lets them set a password
 //
 // Takes any type of body and a specified content type.
 //
@@ -1451,13 +1686,28 @@ func (c *Client) AddMemberWithBody(ctx context.Context, params *AddMemberParams,
 	return c.Client.Do(req)
 }
 
-// AddMember Add a member (without a password: invite them to set one)
+// AddMember Add a member, invited: the response's one-time link lets them set a password
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/members (the `AddMember` operationId).
 func (c *Client) AddMember(ctx context.Context, params *AddMemberParams, body AddMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAddMemberRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveMember Remove a member for good: their keys are revoked, their sessions and admin tokens end on every replica at the next request; their ledger and audit rows stay (not yourself, not the last active owner)
+//
+// Corresponds with DELETE /api/v1/members/{id} (the `RemoveMember` operationId).
+func (c *Client) RemoveMember(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveMemberRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1562,7 +1812,41 @@ func (c *Client) GetMemberLimits(ctx context.Context, id int64, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-// SetMemberLimitsWithBody Replace a member's limits and budget
+// PatchMemberLimitsWithBody Change some of a member's limits: fields left out stay, null removes a limit
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+func (c *Client) PatchMemberLimitsWithBody(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchMemberLimitsRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchMemberLimits Change some of a member's limits: fields left out stay, null removes a limit
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+func (c *Client) PatchMemberLimits(ctx context.Context, id int64, body PatchMemberLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchMemberLimitsRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetMemberLimitsWithBody Replace a member's limits and budget; every field is required (null: no limit of that kind)
 //
 // Takes any type of body and a specified content type.
 //
@@ -1579,7 +1863,7 @@ func (c *Client) SetMemberLimitsWithBody(ctx context.Context, id int64, contentT
 	return c.Client.Do(req)
 }
 
-// SetMemberLimits Replace a member's limits and budget
+// SetMemberLimits Replace a member's limits and budget; every field is required (null: no limit of that kind)
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1792,6 +2076,21 @@ func (c *Client) AddRoute(ctx context.Context, params *AddRouteParams, body AddR
 	return c.Client.Do(req)
 }
 
+// DeleteRoute Delete a route with its targets: the gateway stops serving its prefix; ledger rows keep the route's id
+//
+// Corresponds with DELETE /api/v1/routes/{id} (the `DeleteRoute` operationId).
+func (c *Client) DeleteRoute(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteRouteRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateRouteWithBody Replace a route's settings
 //
 // Takes any type of body and a specified content type.
@@ -1988,7 +2287,41 @@ func (c *Client) GetTier(ctx context.Context, name string, reqEditors ...Request
 	return c.Client.Do(req)
 }
 
-// SetTierWithBody Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+// PatchTierWithBody Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+func (c *Client) PatchTierWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchTierRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchTier Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+func (c *Client) PatchTier(ctx context.Context, name string, body PatchTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchTierRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetTierWithBody Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 //
 // Takes any type of body and a specified content type.
 //
@@ -2005,7 +2338,7 @@ func (c *Client) SetTierWithBody(ctx context.Context, name string, contentType s
 	return c.Client.Do(req)
 }
 
-// SetTier Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+// SetTier Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2485,6 +2818,46 @@ func NewGetTeamLimitsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPatchTeamLimitsRequest calls the generic PatchTeamLimits builder with application/json body
+func NewPatchTeamLimitsRequest(server string, body PatchTeamLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchTeamLimitsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPatchTeamLimitsRequestWithBody constructs an http.Request for the PatchTeamLimits method, with any body, and a specified content type
+func NewPatchTeamLimitsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSetTeamLimitsRequest calls the generic SetTeamLimits builder with application/json body
 func NewSetTeamLimitsRequest(server string, body SetTeamLimitsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -2602,6 +2975,40 @@ func NewAddMemberRequestWithBody(server string, params *AddMemberParams, content
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewRemoveMemberRequest constructs an http.Request for the RemoveMember method
+func NewRemoveMemberRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/members/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -2801,6 +3208,53 @@ func NewGetMemberLimitsRequest(server string, id int64) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewPatchMemberLimitsRequest calls the generic PatchMemberLimits builder with application/json body
+func NewPatchMemberLimitsRequest(server string, id int64, body PatchMemberLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchMemberLimitsRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPatchMemberLimitsRequestWithBody constructs an http.Request for the PatchMemberLimits method, with any body, and a specified content type
+func NewPatchMemberLimitsRequestWithBody(server string, id int64, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/members/%s/limits", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3158,6 +3612,40 @@ func NewAddRouteRequestWithBody(server string, params *AddRouteParams, contentTy
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewDeleteRouteRequest constructs an http.Request for the DeleteRoute method
+func NewDeleteRouteRequest(server string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/routes/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -3538,6 +4026,53 @@ func NewGetTierRequest(server string, name string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPatchTierRequest calls the generic PatchTier builder with application/json body
+func NewPatchTierRequest(server string, name string, body PatchTierJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchTierRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewPatchTierRequestWithBody constructs an http.Request for the PatchTier method, with any body, and a specified content type
+func NewPatchTierRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/tiers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSetTierRequest calls the generic SetTier builder with application/json body
 func NewSetTierRequest(server string, name string, body SetTierJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3866,14 +4401,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/limits (the `GetTeamLimits` operationId).
 	GetTeamLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTeamLimitsResponse, error)
 
-	// SetTeamLimitsWithBodyWithResponse Replace the team-wide limits and budget, which bind on top of each member's
+	// PatchTeamLimitsWithBodyWithResponse Change some team-wide limits: fields left out stay, null removes a limit
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+	PatchTeamLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchTeamLimitsResponse, error)
+
+	// PatchTeamLimitsWithResponse Change some team-wide limits: fields left out stay, null removes a limit
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+	PatchTeamLimitsWithResponse(ctx context.Context, body PatchTeamLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchTeamLimitsResponse, error)
+
+	// SetTeamLimitsWithBodyWithResponse Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/v1/limits (the `SetTeamLimits` operationId).
 	SetTeamLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetTeamLimitsResponse, error)
 
-	// SetTeamLimitsWithResponse Replace the team-wide limits and budget, which bind on top of each member's
+	// SetTeamLimitsWithResponse Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3887,19 +4436,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/members (the `ListMembers` operationId).
 	ListMembersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMembersResponse, error)
 
-	// AddMemberWithBodyWithResponse Add a member (without a password: invite them to set one)
+	// AddMemberWithBodyWithResponse Add a member, invited: the response's one-time link lets them set a password
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/members (the `AddMember` operationId).
 	AddMemberWithBodyWithResponse(ctx context.Context, params *AddMemberParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddMemberResponse, error)
 
-	// AddMemberWithResponse Add a member (without a password: invite them to set one)
+	// AddMemberWithResponse Add a member, invited: the response's one-time link lets them set a password
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/members (the `AddMember` operationId).
 	AddMemberWithResponse(ctx context.Context, params *AddMemberParams, body AddMemberJSONRequestBody, reqEditors ...RequestEditorFn) (*AddMemberResponse, error)
+
+	// RemoveMemberWithResponse Remove a member for good: their keys are revoked, their sessions and admin tokens end on every replica at the next request; their ledger and audit rows stay (not yourself, not the last active owner)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/members/{id} (the `RemoveMember` operationId).
+	RemoveMemberWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*RemoveMemberResponse, error)
 
 	// GetMemberWithResponse Get a member
 	//
@@ -3943,14 +4499,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/members/{id}/limits (the `GetMemberLimits` operationId).
 	GetMemberLimitsWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*GetMemberLimitsResponse, error)
 
-	// SetMemberLimitsWithBodyWithResponse Replace a member's limits and budget
+	// PatchMemberLimitsWithBodyWithResponse Change some of a member's limits: fields left out stay, null removes a limit
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+	PatchMemberLimitsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchMemberLimitsResponse, error)
+
+	// PatchMemberLimitsWithResponse Change some of a member's limits: fields left out stay, null removes a limit
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+	PatchMemberLimitsWithResponse(ctx context.Context, id int64, body PatchMemberLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchMemberLimitsResponse, error)
+
+	// SetMemberLimitsWithBodyWithResponse Replace a member's limits and budget; every field is required (null: no limit of that kind)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/v1/members/{id}/limits (the `SetMemberLimits` operationId).
 	SetMemberLimitsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetMemberLimitsResponse, error)
 
-	// SetMemberLimitsWithResponse Replace a member's limits and budget
+	// SetMemberLimitsWithResponse Replace a member's limits and budget; every field is required (null: no limit of that kind)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4041,6 +4611,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/routes (the `AddRoute` operationId).
 	AddRouteWithResponse(ctx context.Context, params *AddRouteParams, body AddRouteJSONRequestBody, reqEditors ...RequestEditorFn) (*AddRouteResponse, error)
 
+	// DeleteRouteWithResponse Delete a route with its targets: the gateway stops serving its prefix; ledger rows keep the route's id
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/routes/{id} (the `DeleteRoute` operationId).
+	DeleteRouteWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*DeleteRouteResponse, error)
+
 	// UpdateRouteWithBodyWithResponse Replace a route's settings
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4125,14 +4702,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/tiers/{name} (the `GetTier` operationId).
 	GetTierWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetTierResponse, error)
 
-	// SetTierWithBodyWithResponse Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+	// PatchTierWithBodyWithResponse Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+	PatchTierWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchTierResponse, error)
+
+	// PatchTierWithResponse Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+	PatchTierWithResponse(ctx context.Context, name string, body PatchTierJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchTierResponse, error)
+
+	// SetTierWithBodyWithResponse Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/v1/tiers/{name} (the `SetTier` operationId).
 	SetTierWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetTierResponse, error)
 
-	// SetTierWithResponse Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+	// SetTierWithResponse Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4985,6 +5576,96 @@ func (r GetTeamLimitsResponse) ContentType() string {
 	return ""
 }
 
+type PatchTeamLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limits
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchTeamLimitsResponse) GetJSON200() *Limits {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PatchTeamLimitsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchTeamLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchTeamLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchTeamLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchTeamLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type SetTeamLimitsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5155,7 +5836,7 @@ type AddMemberResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *Member
+	JSON201 *AddedMemberOutBody
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -5175,7 +5856,7 @@ type AddMemberResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r AddMemberResponse) GetJSON201() *Member {
+func (r AddMemberResponse) GetJSON201() *AddedMemberOutBody {
 	return r.JSON201
 }
 
@@ -5242,6 +5923,103 @@ func (r AddMemberResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AddMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemoveMemberResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Member
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveMemberResponse) GetJSON200() *Member {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RemoveMemberResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveMemberResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveMemberResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveMemberResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveMemberResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5720,6 +6498,103 @@ func (r GetMemberLimitsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMemberLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PatchMemberLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limits
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchMemberLimitsResponse) GetJSON200() *Limits {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PatchMemberLimitsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchMemberLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchMemberLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchMemberLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchMemberLimitsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6543,6 +7418,89 @@ func (r AddRouteResponse) ContentType() string {
 	return ""
 }
 
+type DeleteRouteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteRouteResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteRouteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteRouteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteRouteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteRouteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type UpdateRouteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7291,6 +8249,103 @@ func (r GetTierResponse) ContentType() string {
 	return ""
 }
 
+type PatchTierResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Tier
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchTierResponse) GetJSON200() *Tier {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PatchTierResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchTierResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchTierResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchTierResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchTierResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type SetTierResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7703,7 +8758,33 @@ func (c *ClientWithResponses) GetTeamLimitsWithResponse(ctx context.Context, req
 	return ParseGetTeamLimitsResponse(rsp)
 }
 
-// SetTeamLimitsWithBodyWithResponse Replace the team-wide limits and budget, which bind on top of each member's
+// PatchTeamLimitsWithBodyWithResponse Change some team-wide limits: fields left out stay, null removes a limit
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+func (c *ClientWithResponses) PatchTeamLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchTeamLimitsResponse, error) {
+	rsp, err := c.PatchTeamLimitsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchTeamLimitsResponse(rsp)
+}
+
+// PatchTeamLimitsWithResponse Change some team-wide limits: fields left out stay, null removes a limit
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/limits (the `PatchTeamLimits` operationId).
+func (c *ClientWithResponses) PatchTeamLimitsWithResponse(ctx context.Context, body PatchTeamLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchTeamLimitsResponse, error) {
+	rsp, err := c.PatchTeamLimits(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchTeamLimitsResponse(rsp)
+}
+
+// SetTeamLimitsWithBodyWithResponse Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7716,7 +8797,7 @@ func (c *ClientWithResponses) SetTeamLimitsWithBodyWithResponse(ctx context.Cont
 	return ParseSetTeamLimitsResponse(rsp)
 }
 
-// SetTeamLimitsWithResponse Replace the team-wide limits and budget, which bind on top of each member's
+// SetTeamLimitsWithResponse Replace the team-wide limits and budget, which bind on top of each member's; every field is required
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7742,7 +8823,7 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, reqEd
 	return ParseListMembersResponse(rsp)
 }
 
-// AddMemberWithBodyWithResponse Add a member (without a password: invite them to set one)
+// AddMemberWithBodyWithResponse Add a member, invited: the response's one-time link lets them set a password
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7755,7 +8836,7 @@ func (c *ClientWithResponses) AddMemberWithBodyWithResponse(ctx context.Context,
 	return ParseAddMemberResponse(rsp)
 }
 
-// AddMemberWithResponse Add a member (without a password: invite them to set one)
+// AddMemberWithResponse Add a member, invited: the response's one-time link lets them set a password
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7766,6 +8847,19 @@ func (c *ClientWithResponses) AddMemberWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseAddMemberResponse(rsp)
+}
+
+// RemoveMemberWithResponse Remove a member for good: their keys are revoked, their sessions and admin tokens end on every replica at the next request; their ledger and audit rows stay (not yourself, not the last active owner)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/members/{id} (the `RemoveMember` operationId).
+func (c *ClientWithResponses) RemoveMemberWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*RemoveMemberResponse, error) {
+	rsp, err := c.RemoveMember(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveMemberResponse(rsp)
 }
 
 // GetMemberWithResponse Get a member
@@ -7846,7 +8940,33 @@ func (c *ClientWithResponses) GetMemberLimitsWithResponse(ctx context.Context, i
 	return ParseGetMemberLimitsResponse(rsp)
 }
 
-// SetMemberLimitsWithBodyWithResponse Replace a member's limits and budget
+// PatchMemberLimitsWithBodyWithResponse Change some of a member's limits: fields left out stay, null removes a limit
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+func (c *ClientWithResponses) PatchMemberLimitsWithBodyWithResponse(ctx context.Context, id int64, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchMemberLimitsResponse, error) {
+	rsp, err := c.PatchMemberLimitsWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchMemberLimitsResponse(rsp)
+}
+
+// PatchMemberLimitsWithResponse Change some of a member's limits: fields left out stay, null removes a limit
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/members/{id}/limits (the `PatchMemberLimits` operationId).
+func (c *ClientWithResponses) PatchMemberLimitsWithResponse(ctx context.Context, id int64, body PatchMemberLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchMemberLimitsResponse, error) {
+	rsp, err := c.PatchMemberLimits(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchMemberLimitsResponse(rsp)
+}
+
+// SetMemberLimitsWithBodyWithResponse Replace a member's limits and budget; every field is required (null: no limit of that kind)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7859,7 +8979,7 @@ func (c *ClientWithResponses) SetMemberLimitsWithBodyWithResponse(ctx context.Co
 	return ParseSetMemberLimitsResponse(rsp)
 }
 
-// SetMemberLimitsWithResponse Replace a member's limits and budget
+// SetMemberLimitsWithResponse Replace a member's limits and budget; every field is required (null: no limit of that kind)
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8028,6 +9148,19 @@ func (c *ClientWithResponses) AddRouteWithResponse(ctx context.Context, params *
 	return ParseAddRouteResponse(rsp)
 }
 
+// DeleteRouteWithResponse Delete a route with its targets: the gateway stops serving its prefix; ledger rows keep the route's id
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/routes/{id} (the `DeleteRoute` operationId).
+func (c *ClientWithResponses) DeleteRouteWithResponse(ctx context.Context, id int64, reqEditors ...RequestEditorFn) (*DeleteRouteResponse, error) {
+	rsp, err := c.DeleteRoute(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteRouteResponse(rsp)
+}
+
 // UpdateRouteWithBodyWithResponse Replace a route's settings
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8184,7 +9317,33 @@ func (c *ClientWithResponses) GetTierWithResponse(ctx context.Context, name stri
 	return ParseGetTierResponse(rsp)
 }
 
-// SetTierWithBodyWithResponse Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+// PatchTierWithBodyWithResponse Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+func (c *ClientWithResponses) PatchTierWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchTierResponse, error) {
+	rsp, err := c.PatchTierWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchTierResponse(rsp)
+}
+
+// PatchTierWithResponse Change some of a tier's settings: fields left out stay (in limits too), null removes a limit
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/tiers/{name} (the `PatchTier` operationId).
+func (c *ClientWithResponses) PatchTierWithResponse(ctx context.Context, name string, body PatchTierJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchTierResponse, error) {
+	rsp, err := c.PatchTier(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchTierResponse(rsp)
+}
+
+// SetTierWithBodyWithResponse Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8197,7 +9356,7 @@ func (c *ClientWithResponses) SetTierWithBodyWithResponse(ctx context.Context, n
 	return ParseSetTierResponse(rsp)
 }
 
-// SetTierWithResponse Replace a tier's limits, weight and auto-approve ceiling: every member in it has them at their next request
+// SetTierWithResponse Replace a tier's limits, weight and auto-approve ceiling, every field required: every member in it has them at their next request
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8932,6 +10091,81 @@ func ParseGetTeamLimitsResponse(rsp *http.Response) (*GetTeamLimitsResponse, err
 	return response, nil
 }
 
+// ParsePatchTeamLimitsResponse parses an HTTP response from a PatchTeamLimitsWithResponse call
+func ParsePatchTeamLimitsResponse(rsp *http.Response) (*PatchTeamLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchTeamLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseSetTeamLimitsResponse parses an HTTP response from a SetTeamLimitsWithResponse call
 func ParseSetTeamLimitsResponse(rsp *http.Response) (*SetTeamLimitsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9083,7 +10317,7 @@ func ParseAddMemberResponse(rsp *http.Response) (*AddMemberResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest Member
+		var dest AddedMemberOutBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9109,6 +10343,88 @@ func ParseAddMemberResponse(rsp *http.Response) (*AddMemberResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRemoveMemberResponse parses an HTTP response from a RemoveMemberWithResponse call
+func ParseRemoveMemberResponse(rsp *http.Response) (*RemoveMemberResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveMemberResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Member
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
@@ -9498,6 +10814,88 @@ func ParseGetMemberLimitsResponse(rsp *http.Response) (*GetMemberLimitsResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePatchMemberLimitsResponse parses an HTTP response from a PatchMemberLimitsWithResponse call
+func ParsePatchMemberLimitsResponse(rsp *http.Response) (*PatchMemberLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchMemberLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limits
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
@@ -10235,6 +11633,77 @@ func ParseAddRouteResponse(rsp *http.Response) (*AddRouteResponse, error) {
 	return response, nil
 }
 
+// ParseDeleteRouteResponse parses an HTTP response from a DeleteRouteWithResponse call
+func ParseDeleteRouteResponse(rsp *http.Response) (*DeleteRouteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteRouteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseUpdateRouteResponse parses an HTTP response from a UpdateRouteWithResponse call
 func ParseUpdateRouteResponse(rsp *http.Response) (*UpdateRouteResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10811,6 +12280,88 @@ func ParseGetTierResponse(rsp *http.Response) (*GetTierResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePatchTierResponse parses an HTTP response from a PatchTierWithResponse call
+func ParsePatchTierResponse(rsp *http.Response) (*PatchTierResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchTierResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Tier
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
