@@ -159,6 +159,7 @@ var devKey = regexp.MustCompile(`export TOLLGATE_KEY=(tg_[a-z2-7]{13}_[a-z2-7]{5
 type devRun struct {
 	url, key string
 	banner   string // what it printed on stdout
+	logs     *syncBuffer
 	stop     func()
 }
 
@@ -206,7 +207,7 @@ func runDev(t *testing.T, c *tool, mockAddr string) devRun {
 		stop()
 		t.Fatalf("dev printed %d keys, want the key exactly once:\n%s", len(m), stdout.String())
 	}
-	return devRun{url: url, key: m[0][1], banner: stdout.String(), stop: stop}
+	return devRun{url: url, key: m[0][1], banner: stdout.String(), logs: &stderr, stop: stop}
 }
 
 // message sends the newcomer's first call, as the printed curl does.

@@ -92,7 +92,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 
 	a, err := app.New(ctx, cfg, getenv, log)
 	if err != nil {
-		return err
+		return postgresUnreachable(err, cfg)
 	}
 	defer a.Close()
 	team, err := localTeam(ctx, a.Store, *teamName, *email)
@@ -150,7 +150,11 @@ func dev(ctx context.Context, args []string, env Env) error {
 	}
 	ready := env.Ready
 	env.Ready = func(publicURL string) {
-		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, plan, earlier)
+		redisDown := ""
+		if a.RedisDown() {
+			redisDown = app.RedisDownHint(redisAddr(cfg.RedisURL))
+		}
+		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, plan, earlier, redisDown)
 		if ready != nil {
 			ready(publicURL)
 		}
@@ -372,7 +376,18 @@ func describeRoute(r devRoute) string {
 		r.upstream, providerKeyEnv[r.preset])
 }
 
-func printNextSteps(env Env, publicURL, team, email, key, signIn string, plan []devRoute, earlier int) {
+// redisAddr is REDIS_URL's first address, for a message.
+func redisAddr(redisURL string) string {
+	if e, err := config.ParseRedisURL(redisURL); err == nil && len(e.Addrs) > 0 {
+		return e.Addrs[0]
+	}
+	return "REDIS_URL"
+}
+
+// printNextSteps prints the banner; redisDown, when set, is what to do about a
+// Redis that does not answer, in place of the invitation to try a call that
+// would get 503.
+func printNextSteps(env Env, publicURL, team, email, key, signIn string, plan []devRoute, earlier int, redisDown string) {
 	var routes strings.Builder
 	for _, r := range plan {
 		fmt.Fprintf(&routes, "  %-11s -> %s\n", store.Presets[r.preset].Prefix, describeRoute(r))
@@ -384,6 +399,9 @@ func printNextSteps(env Env, publicURL, team, email, key, signIn string, plan []
 	try := "Try it (the mock answers)"
 	if plan[0].upstream == "" {
 		try = "Try it (this call goes to the real Anthropic API and is billed)"
+	}
+	if redisDown != "" {
+		try = "Calls get 503 until Redis answers: " + redisDown + ". Then"
 	}
 	fmt.Fprintf(env.Stdout, `
 tollgate is running at %[1]s for team %[2]q. Its routes:
