@@ -24,36 +24,41 @@ import (
 // (a Cluster node without REDIS_CLUSTER, or the reverse) is an error, because
 // every admission would fail with MOVED or CLUSTERDOWN.
 func NewLimiter(ctx context.Context, cfg config.Config, log *slog.Logger) (lim limiter.Limiter, close func(), err error) {
-	lim, _, close, err = newLimiter(ctx, cfg, log, nil)
+	lim, _, _, close, err = newLimiter(ctx, cfg, log, nil)
 	return lim, close, err
 }
 
 // newLimiter is NewLimiter that also returns the Redis client (nil without
-// REDIS_URL), which readiness pings. now replaces the limiter's clock (tests).
-func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger, now func() time.Time) (lim limiter.Limiter, client redis.UniversalClient, close func(), err error) {
+// REDIS_URL), which readiness pings, and its up/down state (down already when
+// Redis did not answer at start). now replaces the limiter's clock (tests).
+func newLimiter(ctx context.Context, cfg config.Config, log *slog.Logger, now func() time.Time) (lim limiter.Limiter, client redis.UniversalClient, state *depState, close func(), err error) {
 	if cfg.RedisURL == "" {
 		log.Warn("REDIS_URL is not set: rate limits and concurrency caps are kept in this process only. " +
 			"That is exact for a single replica; with several replicas each enforces its own copy. Set REDIS_URL before scaling out.")
-		return limiter.NewLocal(now), nil, func() {}, nil
+		return limiter.NewLocal(now), nil, nil, func() {}, nil
 	}
 	client, err = NewRedisClient(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, 2*cfg.RedisTimeout+time.Second)
 	defer cancel()
 	if err := checkRedis(checkCtx, cfg, client); err != nil {
 		if _, ok := errors.AsType[*RedisModeError](err); ok {
 			client.Close()
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
-		log.Error("Redis is not reachable at start; fail-closed routes answer 503 until it is", "err", err)
+		state = newRedisState(client, log)
+		state.failed(ctx, err)
 	}
 	// Admissions take at most three quarters of the pool, so that settles (a few
 	// workers' pipelines) and readiness always find a connection.
 	lim = limiter.NewRedis(client, limiter.RedisOptions{Prefix: cfg.RedisKeyPrefix, Timeout: cfg.RedisTimeout, Wait: cfg.RedisWait,
 		MaxCalls: max(1, cfg.RedisPoolSize*3/4), Replicas: cfg.Replicas, Now: now})
-	return lim, client, func() { client.Close() }, nil
+	if state == nil {
+		state = newRedisState(client, log)
+	}
+	return lim, client, state, func() { client.Close() }, nil
 }
 
 // NewRedisClient builds the go-redis client REDIS_URL and its companions

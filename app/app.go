@@ -61,6 +61,7 @@ type App struct {
 	tracer        *tracing.Tracer // nil when tracing is off
 	closeTracing  func(context.Context) error
 	redis         redis.UniversalClient // nil without REDIS_URL; readiness pings it
+	redisState    *depState             // nil without REDIS_URL
 	clock         periodClock           // the limiter's, which budget periods are read on
 	draining      atomic.Bool
 	lastReadiness atomic.Value // string: the checks that failed at the last /readyz
@@ -128,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		pool.Close()
 		return nil, err
 	}
-	lim, redisClient, closeLimiter, err := newLimiter(ctx, cfg, log, o.limiterNow)
+	lim, redisClient, redisState, closeLimiter, err := newLimiter(ctx, cfg, log, o.limiterNow)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -167,7 +168,7 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 		}
 	}
 	a := &App{cfg: cfg, log: log, pool: pool, Store: st, Snapshots: snaps, ledger: lw, late: late, clock: lim.(periodClock), closeLimiter: closeLimiter, outbound: outbound,
-		events: events, redis: redisClient, closeTracing: func(context.Context) error { return nil }}
+		events: events, redis: redisClient, redisState: redisState, closeTracing: func(context.Context) error { return nil }}
 	var redisStats func() limiter.Stats
 	if redisLimiter != nil {
 		redisStats = redisLimiter.Stats
@@ -344,6 +345,9 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	go a.gateway.RunProviderLimits(runCtx)
 	if a.late != nil {
 		go a.late.watch(runCtx)
+	}
+	if a.redisState != nil {
+		go a.redisState.watch(runCtx, func(ctx context.Context) error { return a.redis.Ping(ctx).Err() })
 	}
 	// The ledger outlives the listener: requests drained at shutdown still settle,
 	// and its final flush runs once they have.

@@ -43,8 +43,8 @@ func (a *App) instrument(transport http.RoundTripper, lim limiter.Limiter) (http
 	}
 	observers := []proxy.Observer{
 		a.metrics,
-		observe.NewRequestLog(a.log, a.cfg.LogSampleEvery, a.teamName),
-		observe.NewSecurityEvents(a.log, a.teamName),
+		observe.NewRequestLog(a.log, a.cfg.LogSampleEvery, names{a}),
+		observe.NewSecurityEvents(a.log, names{a}),
 	}
 	if a.tracer != nil {
 		transport = a.tracer.Transport(transport)
@@ -59,6 +59,20 @@ func (a *App) instrument(transport http.RoundTripper, lim limiter.Limiter) (http
 func (a *App) teamName(id int64) string {
 	if t, ok := a.Snapshots.Current().Team(id); ok && t.Name != "" {
 		return t.Name
+	}
+	return "unknown"
+}
+
+// names is observe.Names over the config snapshot.
+type names struct{ a *App }
+
+func (n names) TeamName(id int64) string { return n.a.teamName(id) }
+
+// MemberEmail is "unknown" for a member the snapshot does not hold yet (added
+// since the last reload), as teamName is for a team.
+func (n names) MemberEmail(id int64) string {
+	if m, ok := n.a.Snapshots.Current().Member(id); ok && m.Email != "" {
+		return m.Email
 	}
 	return "unknown"
 }

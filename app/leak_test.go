@@ -129,7 +129,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		!strings.Contains(out, "Incorrect API key provided") || !strings.Contains(out, "your key is") {
 		t.Fatalf("the scripted run did not exercise success and failure paths:\n%s", out)
 	}
-	if !strings.Contains(logs, "request refused") || !strings.Contains(logs, "upstream request failed") {
+	if !strings.Contains(logs, `"refusal":`) || !strings.Contains(logs, "upstream request failed") {
 		t.Fatalf("the logs did not capture refusals and upstream failures:\n%s", logs)
 	}
 	_, memberSecret, _ := strings.Cut(strings.TrimPrefix(f.key, "tg_"), "_")

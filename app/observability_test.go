@@ -294,14 +294,18 @@ func TestScriptedRunIsCountedLoggedAndLeaksNothing(t *testing.T) {
 			series("tollgate_budget_remaining_micros", "team", "acme", "member", id(o.cy)):                  0,
 			series("tollgate_security_events_total", "control", "api_key", "outcome", "refused_invalid"):    4,
 			series("tollgate_security_events_total", "control", "api_key", "outcome", "refused_revoked"):    1,
-			series("tollgate_security_events_total", "control", "rate_limit", "outcome", "refused"):         1,
-			series("tollgate_security_events_total", "control", "budget", "outcome", "refused"):             1,
 			series("tollgate_security_events_total", "control", "member_cut_off", "outcome", "refused"):     1,
 			series("tollgate_security_events_total", "control", "console_sign_in", "outcome", "failed"):     10,
 			series("tollgate_security_events_total", "control", "console_sign_in", "outcome", "locked_out"): 1,
 		} {
 			if v, ok := got[name]; !ok || v != n {
 				t.Errorf("%s = %v (present %v), want %v", name, v, ok, n)
+			}
+		}
+		// bob and cy are held to their own limits: the limit working, not a security event.
+		for _, control := range []string{"rate_limit", "budget"} {
+			if name := series("tollgate_security_events_total", "control", control, "outcome", "refused"); got[name] != 0 {
+				t.Errorf("%s = %v, want none", name, got[name])
 			}
 		}
 		var total float64
@@ -418,16 +422,15 @@ func TestScriptedRunIsCountedLoggedAndLeaksNothing(t *testing.T) {
 				t.Errorf("%s: %d lines counting %v: %v; want %v counted in at most %d lines", k, len(lines), sum, lines, total, 1+windows)
 			}
 		}
-		for _, k := range []string{"api_key/refused_revoked", "rate_limit/refused", "budget/refused", "member_cut_off/refused",
-			"console_sign_in/locked_out"} {
+		for _, k := range []string{"api_key/refused_revoked", "member_cut_off/refused", "console_sign_in/locked_out"} {
 			if len(events[k]) != 1 {
 				t.Errorf("%s: %d lines, want 1", k, len(events[k]))
 			}
 		}
-		first := events["rate_limit/refused"]
-		if len(first) == 1 && (first[0]["team"] != "acme" || first[0]["member"] != strconv.FormatInt(o.bob.ID, 10) ||
-			first[0]["request_id"] == nil || first[0]["trace_id"] == nil) {
-			t.Errorf("rate refusal event %v lacks team, member, request id or trace id", first[0])
+		first := events["member_cut_off/refused"]
+		if len(first) == 1 && (first[0]["team"] != "acme" || first[0]["member"] != strconv.FormatInt(o.dan.ID, 10) ||
+			first[0]["member_email"] != "dan@acme.test" || first[0]["request_id"] == nil || first[0]["trace_id"] == nil) {
+			t.Errorf("cut-off event %v lacks team, member, email, request id or trace id", first[0])
 		}
 		if s := events["api_key/refused_invalid"]; len(s) == 2 && !strings.Contains(fmt.Sprint(s[1]["top_addresses"]), "127.0.0.1×") {
 			t.Errorf("invalid-key summary %v does not name the address", s[1])
@@ -524,10 +527,12 @@ func TestTraceOfOneRequest(t *testing.T) {
 		}
 		return false
 	})
-	// bob's second request is refused by the limiter: a security event on its span.
+	// bob's second request is refused by his own rate limit (not a security
+	// event); dan, cut off, tries: a security event on his request's span.
 	for range 2 {
 		do(t, anthropicRequest(t, o.gw.URL, o.keys["bob@acme.test"], messagesBody))
 	}
+	do(t, anthropicRequest(t, o.gw.URL, o.keys["dan@acme.test"], messagesBody))
 
 	var spans []sdktrace.ReadOnlySpan
 	eventually(t, 5*time.Second, "the server spans ended", func() bool {
@@ -538,7 +543,7 @@ func TestTraceOfOneRequest(t *testing.T) {
 				n++
 			}
 		}
-		return n == 3
+		return n == 4
 	})
 	byName := map[string][]sdktrace.ReadOnlySpan{}
 	for _, s := range spans {
@@ -590,17 +595,22 @@ func TestTraceOfOneRequest(t *testing.T) {
 			t.Errorf("upstream got traceparents %q, want %q", got, wantParent)
 		}
 	}
-	// The refused request's server span carries the security event.
+	// The cut-off member's server span carries the security event; no span the rate refusal's.
 	var refused bool
-	for _, s := range byName["POST /anthropic"] {
+	for _, s := range spans {
 		for _, e := range s.Events() {
-			if e.Name == "security event" && fmt.Sprint(e.Attributes) != "" && strings.Contains(fmt.Sprint(e.Attributes), "rate_limit") {
-				refused = true
+			if e.Name != "security event" {
+				continue
+			}
+			attrs := fmt.Sprint(e.Attributes)
+			refused = refused || strings.Contains(attrs, "member_cut_off")
+			if strings.Contains(attrs, "rate_limit") {
+				t.Errorf("span %s carries a security event for a member's own rate limit", s.Name())
 			}
 		}
 	}
 	if !refused {
-		t.Error("no server span carries the rate refusal's security event")
+		t.Error("no server span carries the cut-off member's security event")
 	}
 }
 

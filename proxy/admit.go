@@ -84,8 +84,6 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		}
 		return dec, true
 	}
-	g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", t.requestID),
-		slog.String("reason", string(dec.Reason)), slog.String("scope", string(dec.Scope)), slog.Int64("member_id", t.key.MemberID))
 	switch dec.Reason {
 	case limiter.ReasonRevoked:
 		WriteError(w, d, &Error{Kind: KindAuthentication, Message: "this API key has been revoked"})

@@ -266,8 +266,6 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 	// Set for a revoked, expired or cut-off key too: its caller proved they hold it.
 	o.TeamID, o.MemberID, o.KeyID = key.TeamID, key.MemberID, key.ID
 	if err != nil {
-		g.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused", slog.String("request_id", requestID),
-			slog.String("reason", err.Message), slog.Int("status", err.status()))
 		o.CredentialFault = err.fault
 		refuse(dialect, err.code, err)
 		return nil, 0, nil
@@ -323,7 +321,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
 	o.BudgetRemaining, o.Queued = dec.BudgetRemaining, t.queued
 	if !admitted {
-		o.Refusal = string(dec.Reason)
+		o.Refusal, o.RefusalScope = string(dec.Reason), string(dec.Scope)
 		return nil, 0, nil
 	}
 	if !key.ExpiresAt.IsZero() {

@@ -25,8 +25,10 @@ type Outcome struct {
 
 	// Refusal names the control that answered instead of the upstream: a short,
 	// fixed code (invalid_key, revoked, rate, budget, ...); "" when forwarded.
-	Refusal  string
-	Admitted bool
+	Refusal string
+	// RefusalScope says whose limit refused it (member, team) when the limiter did.
+	RefusalScope string
+	Admitted     bool
 	// UpstreamStatus and TTFB describe the upstream's answer; 0 if none came.
 	UpstreamStatus int
 	TTFB           time.Duration

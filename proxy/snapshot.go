@@ -34,8 +34,10 @@ type Key struct {
 
 // Member is the part of a member the data path checks.
 type Member struct {
-	ID       int64
-	TeamID   int64
+	ID     int64
+	TeamID int64
+	// Email names the member in logs.
+	Email    string
 	Disabled bool
 	Limits   limiter.Policy
 	// Weight is the member's share of the team's limits in the waiting room, from

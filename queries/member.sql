@@ -35,5 +35,5 @@ UPDATE member SET role = @role WHERE team_id = @team_id AND id = @id RETURNING *
 SELECT id FROM member WHERE team_id = @team_id AND role = 'owner' AND status = 'active' ORDER BY id FOR UPDATE;
 
 -- name: MemberListAll :many
--- For the config snapshot.
-SELECT id, team_id, status, tier_id FROM member;
+-- For the config snapshot (email: the access log names members by it).
+SELECT id, team_id, email, status, tier_id FROM member;

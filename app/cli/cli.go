@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/app"
 	"github.com/tollgate/tollgate/app/config"
@@ -115,8 +116,12 @@ func loadConfig(env Env) (config.Config, error) {
 	return cfg, nil
 }
 
+// newLogger is the process's JSON logger; go-redis's own log goes through it
+// too (at debug level), not as raw lines on stderr.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: durationsAsText}))
+	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: durationsAsText}))
+	redis.SetLogger(app.RedisLogger{Log: log})
+	return log
 }
 
 // durationsAsText writes a time.Duration as "30s" rather than the JSON
@@ -148,7 +153,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	log := newLogger(cfg, env.Stderr)
 	a, err := app.New(ctx, cfg, env.Getenv, log)
 	if err != nil {
-		return err
+		return postgresUnreachable(err, cfg)
 	}
 	defer a.Close()
 	link, err := firstRunSetupLink(ctx, a.Store, cfg.PublicURL)
@@ -212,7 +217,7 @@ func migrate(ctx context.Context, env Env) error {
 // every command works on a fresh machine.
 func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	if err := migrations.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return nil, err
+		return nil, postgresUnreachable(err, cfg)
 	}
 	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 	if err != nil {

@@ -35,8 +35,7 @@ const devMockKey = "tollgate-dev-mock"
 // the seeded prices cover (migrations/0003_prices.sql).
 const exampleModel = "claude-sonnet-4-6"
 
-// devKeyName starts the name of every key make run issues, which is how a
-// later run finds them to revoke.
+// devKeyName starts the name of every key make run issues.
 const devKeyName = "make run "
 
 // providerKeyEnv is, per preset, the variable that sends it to the real provider.
@@ -93,7 +92,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 
 	a, err := app.New(ctx, cfg, getenv, log)
 	if err != nil {
-		return err
+		return postgresUnreachable(err, cfg)
 	}
 	defer a.Close()
 	team, err := localTeam(ctx, a.Store, *teamName, *email)
@@ -105,9 +104,9 @@ func dev(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	ownMock := func() (string, error) { return *mockURL, nil }
+	var url string // this run's own mock, once started
 	if *mockURL == "" {
 		// Started once, and only if a preset needs it; stopped after the gateway drained.
-		var url string
 		stopMock := func() {}
 		defer func() { stopMock() }()
 		ownMock = func() (string, error) {
@@ -125,7 +124,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 	var plan []devRoute
 	mockClient := a.Outbound().Client(500 * time.Millisecond)
 	for _, preset := range devPresets {
-		r, err := planRoute(ctx, mockClient, preset, routes, getenv(providerKeyEnv[preset]) != "", *mockURL == "", ownMock)
+		r, err := planRoute(ctx, mockClient, preset, routes, getenv(providerKeyEnv[preset]) != "", *mockURL == "", ownMock, func() string { return url })
 		if err != nil {
 			return err
 		}
@@ -138,7 +137,7 @@ func dev(ctx context.Context, args []string, env Env) error {
 		}
 		plan = append(plan, r)
 	}
-	plaintext, revoked, err := issueDevKey(ctx, a.Store, team.ID, *email)
+	plaintext, earlier, err := issueDevKey(ctx, a.Store, team.ID, *email)
 	if err != nil {
 		return err
 	}
@@ -151,7 +150,11 @@ func dev(ctx context.Context, args []string, env Env) error {
 	}
 	ready := env.Ready
 	env.Ready = func(publicURL string) {
-		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, plan, revoked)
+		redisDown := ""
+		if a.RedisDown() {
+			redisDown = app.RedisDownHint(redisAddr(cfg.RedisURL))
+		}
+		printNextSteps(env, cfg.PublicURL, *teamName, *email, plaintext, signIn, plan, earlier, redisDown)
 		if ready != nil {
 			ready(publicURL)
 		}
@@ -163,14 +166,19 @@ func dev(ctx context.Context, args []string, env Env) error {
 // key is set; else the mock the route already points at if that mock still
 // answers through client, the gateway's outbound guard (another make run's:
 // re-pointing the shared route would break that run); else this run's own mock.
-func planRoute(ctx context.Context, client *http.Client, preset string, routes []store.Route, realKey, builtInMock bool, ownMock func() (string, error)) (devRoute, error) {
+//
+// ownURL is this run's mock's URL, "" until ownMock started it.
+func planRoute(ctx context.Context, client *http.Client, preset string, routes []store.Route, realKey, builtInMock bool,
+	ownMock func() (string, error), ownURL func() string) (devRoute, error) {
 	if realKey {
 		return devRoute{preset: preset}, nil
 	}
 	if builtInMock {
 		prefix := store.Presets[preset].Prefix
 		for _, r := range routes {
-			if r.Prefix == prefix && r.CredentialEnv == mockCredentialEnv && mockAnswers(ctx, client, r.UpstreamURL) {
+			// The mock this run started for an earlier preset answers too, but
+			// it is no other instance's.
+			if r.Prefix == prefix && r.CredentialEnv == mockCredentialEnv && r.UpstreamURL != ownURL() && mockAnswers(ctx, client, r.UpstreamURL) {
 				return devRoute{preset: preset, upstream: r.UpstreamURL, borrowed: true}, nil
 			}
 		}
@@ -237,37 +245,31 @@ func localTeam(ctx context.Context, st *store.Store, teamName, email string) (st
 	return team, err
 }
 
-// issueDevKey issues this run's key (the last one was printed once and may be
-// lost) and revokes the ones earlier runs issued the owner, so make run never
-// leaves more than one live key behind. It returns the revoked keys' ids.
-func issueDevKey(ctx context.Context, st *store.Store, teamID int64, email string) (string, []string, error) {
+// issueDevKey issues this run's key: the last run's plaintext was printed once
+// and may be lost. It revokes none: an earlier run may still be serving, and
+// its newcomer still calling with the key it printed. It returns how many keys
+// earlier runs issued the owner that still work.
+func issueDevKey(ctx context.Context, st *store.Store, teamID int64, email string) (string, int, error) {
 	owner, err := st.FindMember(ctx, teamID, email)
 	if err != nil {
-		return "", nil, fmt.Errorf("the local team has no member %s: %w", email, err)
+		return "", 0, fmt.Errorf("the local team has no member %s: %w", email, err)
 	}
 	keys, err := st.Keys(ctx, teamID)
 	if err != nil {
-		return "", nil, err
+		return "", 0, err
 	}
-	var revoked []string
+	earlier := 0
 	now := time.Now()
 	for _, k := range keys {
-		if k.MemberID != owner.ID || !strings.HasPrefix(k.Name, devKeyName) {
-			continue
+		if state := k.State(now); k.MemberID == owner.ID && strings.HasPrefix(k.Name, devKeyName) && (state == "active" || state == "grace") {
+			earlier++
 		}
-		if state := k.State(now); state != "active" && state != "grace" {
-			continue
-		}
-		if _, err := st.RevokeKey(ctx, store.ActorCLI, teamID, k.ID); err != nil {
-			return "", nil, err
-		}
-		revoked = append(revoked, k.ID)
 	}
 	k, err := st.IssueKey(ctx, store.ActorCLI, teamID, owner.ID, devKeyName+now.UTC().Format(time.DateTime))
 	if err != nil {
-		return "", nil, err
+		return "", 0, err
 	}
-	return k.Plaintext, revoked, nil
+	return k.Plaintext, earlier, nil
 }
 
 // syncRoute adds the preset's route, or updates the existing one when this run's
@@ -330,23 +332,25 @@ func withMockGrant(getenv func(string) string, mockURL string) func(string) stri
 	}
 }
 
-// ownerSignInLink is how the local owner gets into the console: a one-time
-// owner invite that sets their password, while nobody has one yet; afterwards
-// the plain sign-in page.
+// ownerSignInLink is how the local owner gets into the console, on every run:
+// while they have no password, a fresh one-time owner invite that sets it
+// (earlier runs' links keep working until used or expired); once they have
+// one, the sign-in page, to sign in as them. Whether anyone else on the
+// gateway has a password says nothing about this owner.
 func ownerSignInLink(ctx context.Context, st *store.Store, teamName, email, publicURL string) (string, error) {
-	anyone, err := st.AnyCanSignIn(ctx)
-	if err != nil || anyone {
-		return publicURL + "/console/", err
-	}
 	team, err := st.FindTeam(ctx, teamName)
 	if err != nil {
 		return "", err
 	}
 	token, _, err := st.CreateInvite(ctx, store.ActorCLI, team.ID, email, store.RoleOwner)
+	if _, ok := errors.AsType[*store.ValidationError](err); ok {
+		// They already have an account: CreateInvite refuses to replace a password.
+		return fmt.Sprintf("%s/console/ (sign in as %s with the password you set)", publicURL, email), nil
+	}
 	if err != nil {
 		return "", err
 	}
-	return console.InviteURL(publicURL, token), nil
+	return console.InviteURL(publicURL, token) + " (one-time: sets " + email + "'s password)", nil
 }
 
 func startMock(addr, key string) (string, func(), error) {
@@ -372,18 +376,32 @@ func describeRoute(r devRoute) string {
 		r.upstream, providerKeyEnv[r.preset])
 }
 
-func printNextSteps(env Env, publicURL, team, email, key, signIn string, plan []devRoute, revoked []string) {
+// redisAddr is REDIS_URL's first address, for a message.
+func redisAddr(redisURL string) string {
+	if e, err := config.ParseRedisURL(redisURL); err == nil && len(e.Addrs) > 0 {
+		return e.Addrs[0]
+	}
+	return "REDIS_URL"
+}
+
+// printNextSteps prints the banner; redisDown, when set, is what to do about a
+// Redis that does not answer, in place of the invitation to try a call that
+// would get 503.
+func printNextSteps(env Env, publicURL, team, email, key, signIn string, plan []devRoute, earlier int, redisDown string) {
 	var routes strings.Builder
 	for _, r := range plan {
 		fmt.Fprintf(&routes, "  %-11s -> %s\n", store.Presets[r.preset].Prefix, describeRoute(r))
 	}
-	replaced := "make run revokes it the next time it runs and issues a new one"
-	if len(revoked) > 0 {
-		replaced = fmt.Sprintf("revoked the %d key(s) earlier make runs issued: %s", len(revoked), strings.Join(revoked, ", "))
+	kept := "the next make run issues another and leaves this one working"
+	if earlier > 0 {
+		kept = fmt.Sprintf("the %d key(s) earlier make runs printed still work; revoke them in the console when done", earlier)
 	}
 	try := "Try it (the mock answers)"
 	if plan[0].upstream == "" {
 		try = "Try it (this call goes to the real Anthropic API and is billed)"
+	}
+	if redisDown != "" {
+		try = "Calls get 503 until Redis answers: " + redisDown + ". Then"
 	}
 	fmt.Fprintf(env.Stdout, `
 tollgate is running at %[1]s for team %[2]q. Its routes:
@@ -407,5 +425,5 @@ Or from the command line:
   go run ./cmd/tollgate admin add-member --team %[2]s --email alice@example.com
   go run ./cmd/tollgate admin issue-key --team %[2]s --member alice@example.com
 Press Ctrl-C to stop.
-`, publicURL, team, routes.String(), email, key, signIn, replaced, try, exampleModel)
+`, publicURL, team, routes.String(), email, key, signIn, kept, try, exampleModel)
 }

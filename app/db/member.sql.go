@@ -127,17 +127,18 @@ func (q *Queries) MemberList(ctx context.Context, db DBTX, teamID int64) ([]Memb
 }
 
 const memberListAll = `-- name: MemberListAll :many
-SELECT id, team_id, status, tier_id FROM member
+SELECT id, team_id, email, status, tier_id FROM member
 `
 
 type MemberListAllRow struct {
 	ID     int64
 	TeamID int64
+	Email  string
 	Status string
 	TierID *int64
 }
 
-// For the config snapshot.
+// For the config snapshot (email: the access log names members by it).
 func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRow, error) {
 	rows, err := db.Query(ctx, memberListAll)
 	if err != nil {
@@ -150,6 +151,7 @@ func (q *Queries) MemberListAll(ctx context.Context, db DBTX) ([]MemberListAllRo
 		if err := rows.Scan(
 			&i.ID,
 			&i.TeamID,
+			&i.Email,
 			&i.Status,
 			&i.TierID,
 		); err != nil {

@@ -10,24 +10,30 @@ import (
 )
 
 // RequestLog writes one line per request, message "request": who (team name,
-// member id, key id), what (route, method, model), how it ended (status,
+// member id and email, key id), what (route, method, model), how it ended (status,
 // refusal, upstream status and error), how long (duration_ms, ttfb_ms) and how
 // much (tokens by class, cost_micros). Under load it logs one request in
 // every N (LOG_SAMPLE_EVERY), saying so in "sampled"; a refusal, an error
 // status, an upstream failure or an uncertain charge is always logged.
 type RequestLog struct {
-	log      *slog.Logger
-	every    uint64
-	seen     atomic.Uint64
-	teamName func(int64) string
+	log   *slog.Logger
+	every uint64
+	seen  atomic.Uint64
+	names Names
+}
+
+// Names puts names to the ids an outcome carries, from the config snapshot:
+// a person reading the log knows a member by email, not by row id.
+type Names interface {
+	TeamName(id int64) string
+	MemberEmail(id int64) string
 }
 
 var _ proxy.Observer = (*RequestLog)(nil)
 
-// NewRequestLog logs through log, one ordinary request in every; teamName
-// names a team by id.
-func NewRequestLog(log *slog.Logger, every int, teamName func(int64) string) *RequestLog {
-	return &RequestLog{log: log, every: uint64(max(every, 1)), teamName: teamName}
+// NewRequestLog logs through log, one ordinary request in every.
+func NewRequestLog(log *slog.Logger, every int, names Names) *RequestLog {
+	return &RequestLog{log: log, every: uint64(max(every, 1)), names: names}
 }
 
 // Started does nothing: the line is written once the request is answered.
@@ -50,13 +56,16 @@ func (l *RequestLog) Finished(o proxy.Outcome) {
 	attrs := make([]slog.Attr, 0, 20)
 	attrs = append(attrs, slog.String("request_id", o.RequestID))
 	if o.TeamID != 0 {
-		attrs = append(attrs, slog.String("team", l.teamName(o.TeamID)), slog.String("member", strconv.FormatInt(o.MemberID, 10)),
-			slog.String("key_id", o.KeyID))
+		attrs = append(attrs, slog.String("team", l.names.TeamName(o.TeamID)), slog.String("member", strconv.FormatInt(o.MemberID, 10)),
+			slog.String("member_email", l.names.MemberEmail(o.MemberID)), slog.String("key_id", o.KeyID))
 	}
 	attrs = append(attrs, slog.String("route", o.RoutePrefix), slog.String("method", o.Method), slog.Int("status", o.Status),
 		slog.Float64("duration_ms", ms(o.Duration.Microseconds())))
 	if o.Refusal != "" {
 		attrs = append(attrs, slog.String("refusal", o.Refusal))
+		if o.RefusalScope != "" {
+			attrs = append(attrs, slog.String("scope", o.RefusalScope))
+		}
 	}
 	if o.Admitted {
 		attrs = append(attrs, slog.Int("upstream_status", o.UpstreamStatus), slog.Float64("ttfb_ms", ms(o.TTFB.Microseconds())))

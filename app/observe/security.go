@@ -10,18 +10,20 @@ import (
 
 // SecurityEvents is the proxy.Observer that reports the gateway's security
 // events: a refused credential (invalid, revoked, expired), a key used inside
-// its rotation grace, a limiter or budget refusal, a cut-off member's attempt,
-// a fail-closed admission, and an upstream refused as metadata or link-local.
+// its rotation grace, a cut-off member's attempt, a fail-closed admission, an
+// upstream refused as metadata or link-local, and implausible reported usage.
+// A member refused by their own rate, token, concurrency or budget limit is
+// not one: that is the limit working, and its request line says so.
 type SecurityEvents struct {
-	log      *slog.Logger
-	teamName func(int64) string
+	log   *slog.Logger
+	names Names
 }
 
 var _ proxy.Observer = (*SecurityEvents)(nil)
 
 // NewSecurityEvents logs through log (built on Handler, so bursts fold).
-func NewSecurityEvents(log *slog.Logger, teamName func(int64) string) *SecurityEvents {
-	return &SecurityEvents{log: log, teamName: teamName}
+func NewSecurityEvents(log *slog.Logger, names Names) *SecurityEvents {
+	return &SecurityEvents{log: log, names: names}
 }
 
 // Started does nothing.
@@ -34,10 +36,6 @@ var refusalEvents = map[string][2]string{
 	"expired":                         {"api_key", "refused_expired"},
 	"cut_off":                         {"member_cut_off", "refused"},
 	"route_disabled":                  {"credential_grant", "refused"},
-	string(limiter.ReasonRate):        {"rate_limit", "refused"},
-	string(limiter.ReasonConcurrency): {"concurrency_limit", "refused"},
-	string(limiter.ReasonTPM):         {"token_limit", "refused"},
-	string(limiter.ReasonBudget):      {"budget", "refused"},
 	string(limiter.ReasonUnavailable): {"limiter", "failed_closed"},
 }
 
@@ -60,8 +58,8 @@ func (s *SecurityEvents) Finished(o proxy.Outcome) {
 func (s *SecurityEvents) report(o proxy.Outcome, control, outcome string) {
 	attrs := make([]slog.Attr, 0, 8)
 	if o.TeamID != 0 {
-		attrs = append(attrs, slog.String("team", s.teamName(o.TeamID)), slog.String("member", strconv.FormatInt(o.MemberID, 10)),
-			slog.String("key_id", o.KeyID))
+		attrs = append(attrs, slog.String("team", s.names.TeamName(o.TeamID)), slog.String("member", strconv.FormatInt(o.MemberID, 10)),
+			slog.String("member_email", s.names.MemberEmail(o.MemberID)), slog.String("key_id", o.KeyID))
 	}
 	attrs = append(attrs, slog.String("request_id", o.RequestID), slog.String("address", o.ClientAddr))
 	if o.RoutePrefix != "" {

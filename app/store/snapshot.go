@@ -103,7 +103,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		}
 		members := make([]proxy.Member, len(memberRows))
 		for i, m := range memberRows {
-			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Disabled: m.Status != StatusActive, Limits: memberPolicy(m),
+			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Disabled: m.Status != StatusActive, Limits: memberPolicy(m),
 				Weight: weight(m)}
 		}
 		extraTargets := make(map[int64][]db.RouteTarget)
