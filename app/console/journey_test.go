@@ -50,12 +50,7 @@ const chromium = "/usr/bin/chromium"
 // member.png go there too.
 func TestBrowserJourney(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("CI") == "" && os.Getenv("SCREENSHOT_DIR") == "" {
-			t.Skipf("no %s; install Debian's chromium package to run the browser journey", chromium)
-		}
-		t.Fatalf("%s is missing (CI or make screenshots): %v", chromium, err)
-	}
+	needChromium(t)
 	j := startJourney(t)
 
 	// The operator prints a setup link; the owner opens it.
