@@ -83,7 +83,7 @@ func TestBrowserConsoleFits(t *testing.T) {
 			t.Errorf("no link reaches %s from the owner's pages (found %v)", want, pages)
 		}
 	}
-	for _, width := range []int64{390, 1280} {
+	for _, width := range []int64{390, 1024, 1280} {
 		for _, path := range pages {
 			j.fits(t, ownerTab, width, path)
 		}
@@ -120,17 +120,9 @@ func needChromium(t *testing.T) {
 	}
 }
 
-// signIn signs email in through the sign-in form, and has the tab record every
-// Content-Security-Policy violation of the pages it opens from then on.
+// signIn signs email in through the sign-in form.
 func (j *journey) signIn(t *testing.T, tab context.Context, email string) {
 	t.Helper()
-	if _, err := chromedp.Call(tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-		Source: `window.cspViolations = [];
-			document.addEventListener("securitypolicyviolation", e =>
-				window.cspViolations.push(e.violatedDirective + " " + (e.sourceFile || e.blockedURI) + ":" + e.lineNumber + " " + e.sample));`,
-	}); err != nil {
-		t.Fatal(err)
-	}
 	j.do(t, tab, "sign in "+email,
 		chromedp.Navigate(j.url+"/console/signin"),
 		chromedp.SendKeys(chromedp.ID("email"), email),
@@ -178,13 +170,13 @@ func pageKey(path string) string {
 	return strings.Join(parts, "/")
 }
 
-// emulate sizes the tab as a phone (390 wide) or a laptop (1280).
+// emulate sizes the tab as a phone (390 wide) or a laptop of width by 800.
 func (j *journey) emulate(t *testing.T, tab context.Context, width int64) {
 	t.Helper()
 	if width == 390 {
 		j.do(t, tab, "emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	} else {
-		j.do(t, tab, "emulate a laptop", chromedp.EmulateViewport(1280, 800))
+		j.do(t, tab, "emulate a laptop", chromedp.EmulateViewport(width, 800))
 	}
 }
 
@@ -229,6 +221,16 @@ const cutOff = `((width) => {
 func (j *journey) fits(t *testing.T, tab context.Context, width int64, path string) {
 	t.Helper()
 	j.emulate(t, tab, width)
+	// The page records its Content-Security-Policy violations from its start.
+	script, err := chromedp.Call(tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.cspViolations = [];
+			document.addEventListener("securitypolicyviolation", e =>
+				window.cspViolations.push(e.violatedDirective + " " + (e.sourceFile || e.blockedURI) + ":" + e.lineNumber + " " + e.sample));`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chromedp.Call(tab, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: script.Identifier})
 	j.do(t, tab, "open "+path, chromedp.Navigate(j.url+path), chromedp.WaitReady(chromedp.CSS("main")),
 		chromedp.Sleep(200*time.Millisecond)) // live sections swap in their first figures
 	problems, err := chromedp.Run(tab, chromedp.Evaluate[[]string](fmt.Sprintf("%s(%d).concat(window.cspViolations || [\"no CSP listener\"])", cutOff, width)))
