@@ -9,6 +9,32 @@
   document.addEventListener("DOMContentLoaded", function () { showCopyButtons(document); });
   document.addEventListener("htmx:load", function (e) { showCopyButtons(e.detail.elt.parentNode || document); });
 
+  // On a phone a table's rows are cards (console.css) whose cells each say
+  // which column they are: the column's heading is copied to data-label, again
+  // after every swap, as a swapped row or table arrives unlabelled.
+  function labelCells() {
+    document.querySelectorAll("main table").forEach(function (table) {
+      if (!table.tHead || !table.tHead.rows.length) return;
+      var labels = [];
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
+        for (var i = 0; i < th.colSpan; i++) labels.push(th.textContent.trim());
+      });
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (tr) {
+          var col = 0;
+          Array.prototype.forEach.call(tr.cells, function (cell) {
+            if (cell.tagName === "TD" && labels[col] && !cell.hasAttribute("data-label")) {
+              cell.setAttribute("data-label", labels[col]);
+            }
+            col += cell.colSpan;
+          });
+        });
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", labelCells);
+  document.addEventListener("htmx:load", labelCells);
+
   function selectText(el) {
     var range = document.createRange();
     range.selectNodeContents(el);

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tollgate/tollgate/app/store"
 )
 
 // TestOwnerReissuesAndRevokesInvites: a pending invite can be replaced by a
@@ -65,5 +67,30 @@ func TestOwnerReissuesAndRevokesInvites(t *testing.T) {
 	}
 	if want := []string{"invite.create", "invite.reissue", "invite.revoke", "invite.create"}; !slices.Equal(invites, want) {
 		t.Errorf("audited invite actions %v, want %v", invites, want)
+	}
+}
+
+// TestMembersShowSignInFromLinks: an owner who made the team through the setup
+// link and a member who joined through an invite were signed in by those links
+// with the password they chose there; the members page says so, not "—" (the
+// sign-in column used to count the sign-in form only, which neither had used).
+func TestMembersShowSignInFromLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	token, _, err := e.st.CreateSetupLink(t.Context(), store.ActorCLI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := e.client()
+	wantRedirect(t, "setup", owner.post("/console/setup/"+token,
+		url.Values{"team": {"acme"}, "email": {"owner@acme.test"}, "password": {password}}), "/console/")
+	link := owner.htmx("/console/members/invite", url.Values{"email": {"ada@acme.test"}, "role": {"member"}}).text("invite-link")
+	wantRedirect(t, "accept the invite", e.client().post(strings.TrimPrefix(link, e.srv.URL), url.Values{"password": {password}}), "/console/")
+
+	members := owner.get("/console/members")
+	for _, email := range []string{"owner@acme.test", "ada@acme.test"} {
+		if got := strings.TrimSpace(members.doc.Find(`tr[data-email="` + email + `"] [data-testid="member-sign-in"]`).Text()); got != "password" {
+			t.Errorf("%s's sign-in column: %q, want password", email, got)
+		}
 	}
 }

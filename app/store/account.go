@@ -284,7 +284,7 @@ func (s *Store) CompleteSetup(ctx context.Context, token, teamName, email, passw
 		if err := s.q.InviteUseAllSetup(ctx, tx); err != nil {
 			return err
 		}
-		return s.setPassword(ctx, tx, ActorSetupLink, m, hash)
+		return s.setPassword(ctx, tx, ActorSetupLink, &m, hash)
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("store: setup: %w", err)
@@ -333,7 +333,7 @@ func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Membe
 		default:
 			m = memberFrom(row)
 		}
-		return s.setPassword(ctx, tx, ActorInviteLink, m, hash)
+		return s.setPassword(ctx, tx, ActorInviteLink, &m, hash)
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("store: accept invite: %w", err)
@@ -341,8 +341,16 @@ func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Membe
 	return m, nil
 }
 
-func (s *Store) setPassword(ctx context.Context, tx pgx.Tx, actor Actor, m Member, hash string) error {
+// setPassword sets the password of a member who has just chosen it on a setup
+// or invite link. The console signs them in with it there and then, so it is
+// also how they last signed in: they may never use the sign-in form.
+func (s *Store) setPassword(ctx context.Context, tx pgx.Tx, actor Actor, m *Member, hash string) error {
 	err := s.q.MemberSetPassword(ctx, tx, db.MemberSetPasswordParams{TeamID: m.TeamID, ID: m.ID, PasswordHash: &hash})
+	if err != nil {
+		return err
+	}
+	m.SignInMethod = SignInPassword
+	err = s.q.MemberSetSignInMethod(ctx, tx, db.MemberSetSignInMethodParams{TeamID: m.TeamID, ID: m.ID, SignInMethod: &m.SignInMethod})
 	if err != nil {
 		return err
 	}
