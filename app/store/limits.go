@@ -264,21 +264,28 @@ func (s *Store) ChangeTeamLimits(ctx context.Context, actor Actor, teamID int64,
 		if err != nil {
 			return mapErr(err)
 		}
-		l = change(teamLimitRow(before).limits()).withDefaults()
-		if err := l.Validate(); err != nil {
-			return err
-		}
-		if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: teamID, RateAlgorithm: l.RateAlgorithm,
-			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
-			Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute),
-			BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
-			return mapErr(err)
-		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTeamLimits, target: before.Name,
-			before: teamLimitRow(before).limits(), after: l})
+		l, err = s.setTeamLimits(ctx, tx, actor, before, change(teamLimitRow(before).limits()))
+		return err
 	})
 	if err != nil {
 		return Limits{}, fmt.Errorf("store: set team %d limits: %w", teamID, err)
 	}
 	return l, nil
+}
+
+// setTeamLimits stores l as the limits of the team before is, inside the
+// caller's transaction (a new team is made with its team budget).
+func (s *Store) setTeamLimits(ctx context.Context, tx pgx.Tx, actor Actor, before db.Team, l Limits) (Limits, error) {
+	l = l.withDefaults()
+	if err := l.Validate(); err != nil {
+		return Limits{}, err
+	}
+	if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: before.ID, RateAlgorithm: l.RateAlgorithm,
+		RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
+		Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute),
+		BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
+		return Limits{}, mapErr(err)
+	}
+	return l, s.audit(ctx, tx, actor, auditEntry{teamID: &before.ID, action: ActionTeamLimits, target: before.Name,
+		before: teamLimitRow(before).limits(), after: l})
 }

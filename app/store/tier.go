@@ -72,22 +72,32 @@ func (s *Store) CreateTier(ctx context.Context, actor Actor, teamID int64, t Tie
 	if err != nil {
 		return Tier{}, err
 	}
-	l := t.Limits
+	if t.Name == TierNone {
+		return Tier{}, invalid("name", "%q means no tier wherever a tier is chosen; pick another name", TierNone)
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.TierCreate(ctx, tx, db.TierCreateParams{TeamID: teamID, Name: t.Name, RateAlgorithm: l.RateAlgorithm,
-			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
-			Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute), BudgetMicros: l.Budget,
-			BudgetPeriod: l.BudgetPeriod, Weight: t.Weight, AutoApproveMicros: t.AutoApprove})
-		if err != nil {
-			return mapErr(err)
-		}
-		t = tierFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTierCreate, target: t.Name, after: t})
+		t, err = s.createTier(ctx, tx, actor, teamID, t)
+		return err
 	})
 	if err != nil {
 		return Tier{}, fmt.Errorf("store: create tier %q: %w", t.Name, err)
 	}
 	return t, nil
+}
+
+// createTier is CreateTier, after check, inside the caller's transaction (a
+// new team is made with its default tier).
+func (s *Store) createTier(ctx context.Context, tx pgx.Tx, actor Actor, teamID int64, t Tier) (Tier, error) {
+	l := t.Limits
+	row, err := s.q.TierCreate(ctx, tx, db.TierCreateParams{TeamID: teamID, Name: t.Name, RateAlgorithm: l.RateAlgorithm,
+		RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
+		Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute), BudgetMicros: l.Budget,
+		BudgetPeriod: l.BudgetPeriod, Weight: t.Weight, AutoApproveMicros: t.AutoApprove})
+	if err != nil {
+		return Tier{}, mapErr(err)
+	}
+	t = tierFrom(row)
+	return t, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTierCreate, target: t.Name, after: t})
 }
 
 // ChangeTier applies change to a tier as stored, with its row locked (two
