@@ -37,19 +37,20 @@ func DefaultTierLimits() Limits {
 	return l
 }
 
-// giveDefaults gives team, just created inside tx, its default tier and team budget.
-func (s *Store) giveDefaults(ctx context.Context, tx pgx.Tx, actor Actor, team db.Team) error {
-	tier, err := s.createTier(ctx, tx, actor, team.ID, Tier{Name: DefaultTierName, Limits: DefaultTierLimits(), Weight: 1})
+// giveDefaults gives a team, just created inside tx, its default tier and team
+// budget, unaudited: the team's creation is audited with them.
+func (s *Store) giveDefaults(ctx context.Context, tx pgx.Tx, teamID int64) (Tier, Limits, error) {
+	tier, err := s.insertTier(ctx, tx, teamID, Tier{Name: DefaultTierName, Limits: DefaultTierLimits(), Weight: 1})
 	if err != nil {
-		return err
+		return Tier{}, Limits{}, err
 	}
-	if err := s.setDefaultTier(ctx, tx, actor, team.ID, &tier.ID, DefaultTierName); err != nil {
-		return err
+	if _, err := s.q.TeamSetDefaultTier(ctx, tx, db.TeamSetDefaultTierParams{ID: teamID, DefaultTierID: &tier.ID}); err != nil {
+		return Tier{}, Limits{}, mapErr(err)
 	}
 	budget := NoLimits()
 	budget.Budget = ptr(int64(DefaultTeamBudget))
-	_, err = s.setTeamLimits(ctx, tx, actor, team, budget)
-	return err
+	limits, err := s.writeTeamLimits(ctx, tx, teamID, budget)
+	return tier, limits, err
 }
 
 // DefaultTier is the tier a team's new members land in; ErrNotFound when none.

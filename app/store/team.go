@@ -63,10 +63,16 @@ func (s *Store) createTeam(ctx context.Context, tx pgx.Tx, actor Actor, name str
 		return Team{}, mapErr(err)
 	}
 	team := teamFrom(row)
-	if err := s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: ActionTeamCreate, target: name, after: team}); err != nil {
+	tier, limits, err := s.giveDefaults(ctx, tx, team.ID)
+	if err != nil {
 		return Team{}, err
 	}
-	return team, s.giveDefaults(ctx, tx, actor, row)
+	// One row for one write, saying what the team was made with.
+	return team, s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: ActionTeamCreate, target: name, after: struct {
+		Team
+		DefaultTier Tier   `json:"default_tier"`
+		Limits      Limits `json:"limits"`
+	}{team, tier, limits}})
 }
 
 // FindTeam resolves a team by name or numeric id.

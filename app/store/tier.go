@@ -85,9 +85,17 @@ func (s *Store) CreateTier(ctx context.Context, actor Actor, teamID int64, t Tie
 	return t, nil
 }
 
-// createTier is CreateTier, after check, inside the caller's transaction (a
-// new team is made with its default tier).
 func (s *Store) createTier(ctx context.Context, tx pgx.Tx, actor Actor, teamID int64, t Tier) (Tier, error) {
+	t, err := s.insertTier(ctx, tx, teamID, t)
+	if err != nil {
+		return Tier{}, err
+	}
+	return t, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTierCreate, target: t.Name, after: t})
+}
+
+// insertTier stores t, already checked, unaudited: a new team's default tier is
+// audited as part of the team's creation.
+func (s *Store) insertTier(ctx context.Context, tx pgx.Tx, teamID int64, t Tier) (Tier, error) {
 	l := t.Limits
 	row, err := s.q.TierCreate(ctx, tx, db.TierCreateParams{TeamID: teamID, Name: t.Name, RateAlgorithm: l.RateAlgorithm,
 		RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
@@ -96,8 +104,7 @@ func (s *Store) createTier(ctx context.Context, tx pgx.Tx, actor Actor, teamID i
 	if err != nil {
 		return Tier{}, mapErr(err)
 	}
-	t = tierFrom(row)
-	return t, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTierCreate, target: t.Name, after: t})
+	return tierFrom(row), nil
 }
 
 // ChangeTier applies change to a tier as stored, with its row locked (two
