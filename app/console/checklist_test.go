@@ -28,7 +28,7 @@ func TestNewTeamChecklistAndWorkingSnippets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t) // ANTHROPIC_API_KEY is set here; OPENAI_API_KEY is not
 	ctx := t.Context()
-	owner, o := e.owner("acme", "owner@acme.test")
+	owner, o := e.ownerWithDefaults("acme", "owner@acme.test")
 	const routeStep, inviteStep, callStep = "Add a provider route with its credential", "Invite someone", "Make a first call"
 	const limitsStep = "Check the limits new members get"
 	for _, path := range []string{"/console/", "/console/dashboard"} {

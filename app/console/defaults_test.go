@@ -19,7 +19,7 @@ func TestChecklistShowsAndEditsDefaults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	owner, o := e.owner("acme", "owner@acme.test")
+	owner, o := e.ownerWithDefaults("acme", "owner@acme.test")
 
 	r := owner.get("/console/dashboard")
 	wantStatus(t, "dashboard", r, http.StatusOK)
