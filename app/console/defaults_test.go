@@ -26,7 +26,7 @@ func TestChecklistShowsAndEditsDefaults(t *testing.T) {
 	form := r.doc.Find(`[data-testid="defaults-form"]`)
 	for name, want := range map[string]string{"rate": "60", "period": "1m", "tpm": "100000", "concurrency": "4",
 		"budget": "20.00", "team_budget": "100.00"} {
-		if got := form.Find(`input[name="` + name + `"]`).AttrOr("value", ""); got != want {
+		if got := form.Find(`input[name="`+name+`"]`).AttrOr("value", ""); got != want {
 			t.Errorf("checklist shows %s = %q, want %q", name, got, want)
 		}
 	}
