@@ -53,6 +53,11 @@ func newFixture(t testing.TB) *fixture {
 	var err error
 	f.team, err = f.st.CreateTeam(ctx, store.ActorCLI, "acme")
 	must(t, err)
+	// Each test sets the limits it is about: no default tier, no team budget
+	// (TestNewTeamDefaultsBindAtTheGateway tests those).
+	must(t, f.st.SetDefaultTier(ctx, store.ActorCLI, f.team.ID, store.TierNone))
+	_, err = f.st.SetTeamLimits(ctx, store.ActorCLI, f.team.ID, store.NoLimits())
+	must(t, err)
 	f.member, err = f.st.AddMember(ctx, store.ActorCLI, f.team.ID, "ada@acme.test", store.RoleMember)
 	must(t, err)
 	for _, preset := range []string{"anthropic", "openai"} {

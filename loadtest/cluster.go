@@ -95,6 +95,14 @@ func newCluster(ctx context.Context, bin, baseDB, redisURL string) (*cluster, er
 		return nil, err
 	}
 	c.TeamID = team.ID
+	// The scenarios set each member's limits themselves and measure the
+	// limiter against them: no default tier or team budget on top.
+	if err := c.Store.SetDefaultTier(ctx, store.ActorCLI, team.ID, store.TierNone); err != nil {
+		return nil, err
+	}
+	if _, err := c.Store.SetTeamLimits(ctx, store.ActorCLI, team.ID, store.NoLimits()); err != nil {
+		return nil, err
+	}
 
 	port, err := freePort()
 	if err != nil {

@@ -1,7 +1,7 @@
 -- name: InviteCreate :one
 -- A one-time link: team_id NULL is a first-run setup link that creates a team.
-INSERT INTO invite (token_hash, team_id, email, role, expires_at)
-VALUES (@token_hash, sqlc.narg('team_id'), @email, @role, @expires_at)
+INSERT INTO invite (token_hash, team_id, email, role, expires_at, tier_id)
+VALUES (@token_hash, sqlc.narg('team_id'), @email, @role, @expires_at, sqlc.narg('tier_id'))
 RETURNING *;
 
 -- name: InviteGetPending :one

@@ -1,5 +1,5 @@
 -- name: MemberCreate :one
-INSERT INTO member (team_id, email, role) VALUES (@team_id, @email, @role) RETURNING *;
+INSERT INTO member (team_id, email, role, tier_id) VALUES (@team_id, @email, @role, sqlc.narg('tier_id')) RETURNING *;
 
 -- name: MemberGetByEmail :one
 SELECT * FROM member WHERE team_id = @team_id AND email = @email;

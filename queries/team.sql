@@ -21,3 +21,6 @@ UPDATE team SET rate_algorithm = @rate_algorithm, rate_limit = @rate_limit,
     tokens_per_minute = @tokens_per_minute, budget_micros = @budget_micros, budget_period = @budget_period
 WHERE id = @id
 RETURNING *;
+
+-- name: TeamSetDefaultTier :one
+UPDATE team SET default_tier_id = sqlc.narg(default_tier_id) WHERE id = @id RETURNING *;

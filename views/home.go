@@ -127,8 +127,28 @@ const genericCurl = `curl %s/ \
   -H "Authorization: Bearer $TOLLGATE_KEY"`
 
 // Checklist is a new team's first steps, shown to owners until all are done.
+// The first is the limits new members get, with a form to change them.
 type Checklist struct {
-	Steps []ChecklistStep
+	Defaults DefaultsForm
+	Steps    []ChecklistStep
+}
+
+// DefaultsURL is where the checklist's limits form posts.
+const DefaultsURL = "/console/checklist/defaults"
+
+// DefaultsForm is the default tier's limits and the team budget, as the
+// checklist shows and edits them. A blank value is no limit of that kind.
+type DefaultsForm struct {
+	Tier        string // the default tier's name; "" when new members land in none
+	Rate        string // requests per Period
+	Period      string // "1m"
+	TPM         string
+	Concurrency string
+	Budget      string // dollars a month (or the tier's budget period) per member
+	TeamBudget  string // dollars a month (or the team's budget period) for the team
+	Done        bool   // new members land in a tier with a budget, and the team has one
+	Error       string
+	Saved       bool
 }
 
 // ChecklistStep is one step, with where to do it.

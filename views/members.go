@@ -66,6 +66,9 @@ type Invite struct {
 	LinkEmail string
 	ExpiresAt string
 	Pending   []PendingInvite
+	Tier      string   // the tier chosen: "" the team's default, "none", or a tier's name
+	Tiers     []string // the team's tiers
+	Default   string   // the team's default tier; "" when none
 }
 
 // PendingInvite is an invite not yet used.

@@ -76,6 +76,13 @@ func (e *env) team(name string) store.Team {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	// Each test sets the limits it is about: no default tier, no team budget.
+	if err := e.st.SetDefaultTier(context.Background(), store.ActorCLI, t.ID, store.TierNone); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.st.SetTeamLimits(context.Background(), store.ActorCLI, t.ID, store.NoLimits()); err != nil {
+		e.t.Fatal(err)
+	}
 	return t
 }
 

@@ -33,7 +33,8 @@ func TestTierAndBudgetCommands(t *testing.T) {
 	}
 	var tiers []store.Tier
 	c.json(&tiers, "admin", "tier", "list", "--team", "acme")
-	if len(tiers) != 1 || tiers[0].Members != 1 {
+	// The team's own default tier, then intern.
+	if len(tiers) != 2 || tiers[0].Name != store.DefaultTierName || tiers[1].Name != "intern" || tiers[1].Members != 1 {
 		t.Fatalf("tier list = %+v", tiers)
 	}
 	if _, err := c.run("admin", "tier", "delete", "--team", "acme", "--name", "intern"); err == nil || !strings.Contains(err.Error(), "still has 1 member") {

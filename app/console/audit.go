@@ -125,6 +125,7 @@ var auditActionLabels = map[string]string{
 	store.ActionTierUpdate:        "Tier changed",
 	store.ActionTierDelete:        "Tier deleted",
 	store.ActionMemberTier:        "Member's tier",
+	store.ActionTeamDefaultTier:   "New members' tier",
 	store.ActionBudgetRequest:     "Budget asked for",
 	store.ActionBudgetApprove:     "Budget request approved",
 	store.ActionBudgetAutoApprove: "Budget request auto-approved",
@@ -350,6 +351,15 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 		return setPhrase("the tier "+e.Target+"'s", "limits", changes), nil
 	case store.ActionTierDelete:
 		return "deleted the tier " + e.Target, nil
+	case store.ActionTeamDefaultTier:
+		var after struct{ Tier string }
+		if err := decode(e.After, &after); err != nil {
+			return "", err
+		}
+		if after.Tier == "" {
+			return "set new members to land in no tier (no limit)", nil
+		}
+		return "set new members to land in the tier " + after.Tier, nil
 	case store.ActionMemberTier:
 		var before, after struct{ Tier string }
 		if err := decode(e.Before, &before); err != nil {

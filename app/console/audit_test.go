@@ -54,6 +54,7 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	must(e.st.SetMemberLimits(ctx, by, o.TeamID, ada.ID, store.Limits{RateLimit: 60, RatePeriod: time.Minute,
 		Budget: &budget, BudgetPeriod: "monthly"}))
 	must(e.st.SetTeamLimits(ctx, by, o.TeamID, store.Limits{Concurrency: 8, RatePeriod: time.Second}))
+	must(nil, e.st.SetDefaultTier(ctx, by, o.TeamID, store.TierNone))
 	route, err := e.st.AddRoute(ctx, by, store.RouteSpec{TeamID: o.TeamID, Preset: "anthropic", UpstreamURL: "http://127.0.0.1:1"})
 	must(route, err)
 	must(e.st.UpdateRoute(ctx, by, route.ID, store.RouteSpec{TeamID: o.TeamID, Preset: "anthropic", UpstreamURL: "http://127.0.0.1:2"}))
@@ -127,6 +128,7 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 		store.ActionBudgetApprove:     "owner@acme.test approved ada@acme.test's request for $20.00 more budget: their budget this period is now $26.00, noting \"go ahead\".",
 		store.ActionBudgetAutoApprove: "The auto-approve ceiling of the tier core approved at once ada@acme.test's request for $1.00 more budget: their budget this period is now $6.00.",
 		store.ActionMemberTier:        "owner@acme.test took ada@acme.test out of the tier core.",
+		store.ActionTeamDefaultTier:   "owner@acme.test set new members to land in no tier (no limit).",
 		store.ActionMemberLimits:      "owner@acme.test set ada@acme.test's requests to 60 per minute (token bucket) (was no limit) and budget to $5.00 per month (was none).",
 		store.ActionTeamLimits:        "owner@acme.test set the team's requests in flight to 8 (was no limit).",
 		store.ActionKeyRevoke:         "owner@acme.test revoked ada@acme.test's key " + rotated.ID + ".",

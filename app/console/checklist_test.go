@@ -19,8 +19,8 @@ func steps(r response) map[string]bool {
 	return out
 }
 
-// TestNewTeamChecklistAndWorkingSnippets: a new team's owner sees three next
-// steps, each a link, on their page (where setup lands) and on the dashboard,
+// TestNewTeamChecklistAndWorkingSnippets: a new team's owner sees its limits
+// and three next steps, each a link, on their page (where setup lands) and on the dashboard,
 // ticked as they are done and gone once all are; members never see them. A
 // route whose credential the gateway lacks does not count, and snippets show
 // a route that works first, marking the others as answering 503.
@@ -28,13 +28,14 @@ func TestNewTeamChecklistAndWorkingSnippets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t) // ANTHROPIC_API_KEY is set here; OPENAI_API_KEY is not
 	ctx := t.Context()
-	owner, o := e.owner("acme", "owner@acme.test")
+	owner, o := e.ownerWithDefaults("acme", "owner@acme.test")
 	const routeStep, inviteStep, callStep = "Add a provider route with its credential", "Invite someone", "Make a first call"
+	const limitsStep = "Check the limits new members get"
 	for _, path := range []string{"/console/", "/console/dashboard"} {
 		r := owner.get(path)
 		wantStatus(t, path, r, http.StatusOK)
-		if got := steps(r); len(got) != 3 || got[routeStep] || got[inviteStep] || got[callStep] {
-			t.Errorf("%s on a new team: steps %v, want three, none done", path, got)
+		if got := steps(r); len(got) != 4 || !got[limitsStep] || got[routeStep] || got[inviteStep] || got[callStep] {
+			t.Errorf("%s on a new team: steps %v, want four, only the limits (set from the start) done", path, got)
 		}
 		for _, href := range []string{"/console/routes", "/console/members#invite", "/console/#use-title"} {
 			if r.doc.Find(`[data-testid="checklist"] a[href="`+href+`"]`).Length() != 1 {

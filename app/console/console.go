@@ -190,6 +190,7 @@ func (c *Console) routes() []route {
 		{"GET", "/dashboard/live", owner, c.streamDashboard},
 		{"GET", "/team/limits", owner, c.showTeamLimits},
 		{"POST", "/team/limits", owner, c.setTeamLimits},
+		{"POST", "/checklist/defaults", owner, c.setDefaults},
 		{"GET", "/team/sign-in", owner, c.showSignInSettings},
 		{"POST", "/team/sign-in/sso/{kind}", owner, c.setSSOMethod},
 		{"POST", "/team/sign-in/password", owner, c.setPasswordSignIn},

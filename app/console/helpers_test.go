@@ -185,10 +185,31 @@ func wantRedirect(t *testing.T, what string, r response, location string) {
 	}
 }
 
-// owner runs the first-run setup link and returns the signed-in owner. A
-// further team is made as the operator makes it (setup links work only for the
-// first): created, its owner invited and joining through the link.
+// owner is ownerWithDefaults, the team then choosing no tiers and no team
+// budget: each test sets the limits it is about.
 func (e *env) owner(team, email string) (*client, store.Member) {
+	e.t.Helper()
+	c, m := e.ownerWithDefaults(team, email)
+	if err := e.st.SetDefaultTier(e.t.Context(), store.ActorCLI, m.TeamID, store.TierNone); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.st.SetTeamLimits(e.t.Context(), store.ActorCLI, m.TeamID, store.NoLimits()); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.st.AssignTier(e.t.Context(), store.ActorCLI, m.TeamID, m.ID, ""); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.st.DeleteTier(e.t.Context(), store.ActorCLI, m.TeamID, store.DefaultTierName); err != nil {
+		e.t.Fatal(err)
+	}
+	return c, m
+}
+
+// ownerWithDefaults runs the first-run setup link and returns the signed-in
+// owner, their team as new teams are made. A further team is made as the
+// operator makes it (setup links work only for the first): created, its owner
+// invited and joining through the link.
+func (e *env) ownerWithDefaults(team, email string) (*client, store.Member) {
 	e.t.Helper()
 	ctx := e.t.Context()
 	c := e.client()

@@ -79,24 +79,41 @@ func signInLabel(method string) string {
 }
 
 func (c *Console) inviteSection(ctx context.Context, vm views.Invite) (views.Invite, error) {
-	pending, err := c.st.PendingInvites(ctx, viewerFrom(ctx).team.ID)
+	teamID := viewerFrom(ctx).team.ID
+	pending, err := c.st.PendingInvites(ctx, teamID)
+	if err != nil {
+		return vm, err
+	}
 	for _, p := range pending {
 		vm.Pending = append(vm.Pending, views.PendingInvite{Email: p.Email, Role: p.Role, ExpiresAt: formatTime(p.ExpiresAt)})
 	}
-	return vm, err
+	tiers, err := c.st.Tiers(ctx, teamID)
+	if err != nil {
+		return vm, err
+	}
+	for _, t := range tiers {
+		vm.Tiers = append(vm.Tiers, t.Name)
+	}
+	switch t, err := c.st.DefaultTier(ctx, teamID); {
+	case err == nil:
+		vm.Default = t.Name
+	case !errors.Is(err, store.ErrNotFound):
+		return vm, err
+	}
+	return vm, nil
 }
 
 // createInvite makes a one-time link; it is in this response only.
 func (c *Console) createInvite(w http.ResponseWriter, r *http.Request) {
-	form, err := readForm(w, r, "email", "role")
+	form, err := readForm(w, r, "email", "role", "tier")
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	v := viewerFrom(r.Context())
-	vm := views.Invite{Email: form.Get("email"), Role: form.Get("role")}
+	vm := views.Invite{Email: form.Get("email"), Role: form.Get("role"), Tier: form.Get("tier")}
 	status := http.StatusOK
-	token, inv, err := c.st.CreateInvite(r.Context(), v.actor(), v.team.ID, form.Get("email"), form.Get("role"))
+	token, inv, err := c.st.CreateInviteInTier(r.Context(), v.actor(), v.team.ID, form.Get("email"), form.Get("role"), form.Get("tier"))
 	if msg := validation(err); msg != "" {
 		vm.Error, status = msg, http.StatusUnprocessableEntity
 	} else if err != nil {

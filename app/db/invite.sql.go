@@ -11,9 +11,9 @@ import (
 )
 
 const inviteCreate = `-- name: InviteCreate :one
-INSERT INTO invite (token_hash, team_id, email, role, expires_at)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at
+INSERT INTO invite (token_hash, team_id, email, role, expires_at, tier_id)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id
 `
 
 type InviteCreateParams struct {
@@ -22,6 +22,7 @@ type InviteCreateParams struct {
 	Email     string
 	Role      string
 	ExpiresAt time.Time
+	TierID    *int64
 }
 
 // A one-time link: team_id NULL is a first-run setup link that creates a team.
@@ -32,6 +33,7 @@ func (q *Queries) InviteCreate(ctx context.Context, db DBTX, arg InviteCreatePar
 		arg.Email,
 		arg.Role,
 		arg.ExpiresAt,
+		arg.TierID,
 	)
 	var i Invite
 	err := row.Scan(
@@ -42,12 +44,13 @@ func (q *Queries) InviteCreate(ctx context.Context, db DBTX, arg InviteCreatePar
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const inviteGetPending = `-- name: InviteGetPending :one
-SELECT token_hash, team_id, email, role, created_at, expires_at, used_at FROM invite WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+SELECT token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id FROM invite WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
 `
 
 // A link that can still be used; used, expired and unknown links all miss.
@@ -62,12 +65,13 @@ func (q *Queries) InviteGetPending(ctx context.Context, db DBTX, tokenHash []byt
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const inviteGetSetup = `-- name: InviteGetSetup :one
-SELECT token_hash, team_id, email, role, created_at, expires_at, used_at FROM invite WHERE token_hash = $1 AND team_id IS NULL
+SELECT token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id FROM invite WHERE token_hash = $1 AND team_id IS NULL
 `
 
 // A setup link in any state, to tell its holder that setup is done.
@@ -82,12 +86,13 @@ func (q *Queries) InviteGetSetup(ctx context.Context, db DBTX, tokenHash []byte)
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.TierID,
 	)
 	return i, err
 }
 
 const inviteListPending = `-- name: InviteListPending :many
-SELECT token_hash, team_id, email, role, created_at, expires_at, used_at FROM invite
+SELECT token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id FROM invite
 WHERE team_id = $1 AND used_at IS NULL AND expires_at > now()
 ORDER BY created_at DESC
 `
@@ -109,6 +114,7 @@ func (q *Queries) InviteListPending(ctx context.Context, db DBTX, teamID *int64)
 			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.UsedAt,
+			&i.TierID,
 		); err != nil {
 			return nil, err
 		}
@@ -123,7 +129,7 @@ func (q *Queries) InviteListPending(ctx context.Context, db DBTX, teamID *int64)
 const inviteRevokePending = `-- name: InviteRevokePending :many
 DELETE FROM invite
 WHERE team_id = $1 AND email = $2 AND used_at IS NULL AND expires_at > now()
-RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at
+RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id
 `
 
 type InviteRevokePendingParams struct {
@@ -149,6 +155,7 @@ func (q *Queries) InviteRevokePending(ctx context.Context, db DBTX, arg InviteRe
 			&i.CreatedAt,
 			&i.ExpiresAt,
 			&i.UsedAt,
+			&i.TierID,
 		); err != nil {
 			return nil, err
 		}
@@ -163,7 +170,7 @@ func (q *Queries) InviteRevokePending(ctx context.Context, db DBTX, arg InviteRe
 const inviteUse = `-- name: InviteUse :one
 UPDATE invite SET used_at = now()
 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
-RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at
+RETURNING token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id
 `
 
 // Claims a link exactly once: of two concurrent uses, one updates the row and
@@ -179,6 +186,7 @@ func (q *Queries) InviteUse(ctx context.Context, db DBTX, tokenHash []byte) (Inv
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.TierID,
 	)
 	return i, err
 }

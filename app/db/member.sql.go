@@ -10,17 +10,23 @@ import (
 )
 
 const memberCreate = `-- name: MemberCreate :one
-INSERT INTO member (team_id, email, role) VALUES ($1, $2, $3) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch
+INSERT INTO member (team_id, email, role, tier_id) VALUES ($1, $2, $3, $4) RETURNING id, team_id, email, role, status, password_hash, created_at, sign_in_method, tier_id, session_epoch
 `
 
 type MemberCreateParams struct {
 	TeamID int64
 	Email  string
 	Role   string
+	TierID *int64
 }
 
 func (q *Queries) MemberCreate(ctx context.Context, db DBTX, arg MemberCreateParams) (Member, error) {
-	row := db.QueryRow(ctx, memberCreate, arg.TeamID, arg.Email, arg.Role)
+	row := db.QueryRow(ctx, memberCreate,
+		arg.TeamID,
+		arg.Email,
+		arg.Role,
+		arg.TierID,
+	)
 	var i Member
 	err := row.Scan(
 		&i.ID,

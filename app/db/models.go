@@ -88,6 +88,7 @@ type Invite struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+	TierID    *int64
 }
 
 type Ledger struct {
@@ -199,6 +200,7 @@ type Team struct {
 	Concurrency     *int64
 	TokensPerMinute *int64
 	PasswordSignIn  bool
+	DefaultTierID   *int64
 }
 
 type TeamCounter struct {

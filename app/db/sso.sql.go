@@ -10,7 +10,7 @@ import (
 )
 
 const inviteGetPendingByEmail = `-- name: InviteGetPendingByEmail :one
-SELECT token_hash, team_id, email, role, created_at, expires_at, used_at FROM invite
+SELECT token_hash, team_id, email, role, created_at, expires_at, used_at, tier_id FROM invite
 WHERE team_id = $1 AND email = $2 AND used_at IS NULL AND expires_at > now()
 ORDER BY created_at DESC
 LIMIT 1
@@ -34,6 +34,7 @@ func (q *Queries) InviteGetPendingByEmail(ctx context.Context, db DBTX, arg Invi
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.TierID,
 	)
 	return i, err
 }
@@ -237,7 +238,7 @@ func (q *Queries) SSOUpsert(ctx context.Context, db DBTX, arg SSOUpsertParams) (
 }
 
 const teamSetPasswordSignIn = `-- name: TeamSetPasswordSignIn :one
-UPDATE team SET password_sign_in = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in
+UPDATE team SET password_sign_in = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id
 `
 
 type TeamSetPasswordSignInParams struct {
@@ -261,6 +262,7 @@ func (q *Queries) TeamSetPasswordSignIn(ctx context.Context, db DBTX, arg TeamSe
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.DefaultTierID,
 	)
 	return i, err
 }

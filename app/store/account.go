@@ -53,10 +53,11 @@ type Invite struct {
 	Email     string    `json:"email"`
 	Role      string    `json:"role"`
 	ExpiresAt time.Time `json:"expires_at"`
+	tierID    *int64    // the tier the invitee lands in; nil: none
 }
 
 func inviteFrom(i db.Invite) Invite {
-	return Invite{TeamID: i.TeamID, Email: i.Email, Role: i.Role, ExpiresAt: i.ExpiresAt}
+	return Invite{TeamID: i.TeamID, Email: i.Email, Role: i.Role, ExpiresAt: i.ExpiresAt, tierID: i.TierID}
 }
 
 // newLinkToken returns a random link token and the SHA-256 that is stored. A
@@ -103,10 +104,18 @@ func (s *Store) CreateSetupLink(ctx context.Context, actor Actor) (string, Invit
 	return token, inv, nil
 }
 
-// CreateInvite makes a one-time link for email to join a team with role. The
-// email must not have an account yet, unless it is a member of this team who
-// has no password (added by the CLI): the invite then sets their password.
+// CreateInvite makes a one-time link for email to join a team with role, in
+// the team's default tier. The email must not have an account yet, unless it
+// is a member of this team who has no password (added by the CLI): the invite
+// then sets their password, and they keep their tier.
 func (s *Store) CreateInvite(ctx context.Context, actor Actor, teamID int64, email, role string) (string, Invite, error) {
+	return s.CreateInviteInTier(ctx, actor, teamID, email, role, TierDefault)
+}
+
+// CreateInviteInTier is CreateInvite with the tier the invitee lands in: a
+// tier's name, TierDefault or TierNone. The choice is made now: a later change
+// of the team's default tier does not move a pending invite.
+func (s *Store) CreateInviteInTier(ctx context.Context, actor Actor, teamID int64, email, role, tier string) (string, Invite, error) {
 	email, err := checkMember(email, role)
 	if err != nil {
 		return "", Invite{}, err
@@ -122,7 +131,11 @@ func (s *Store) CreateInvite(ctx context.Context, actor Actor, teamID int64, ema
 		case existing.TeamID != teamID || existing.PasswordHash != nil:
 			return invalid("email", "%s already has an account on this gateway", email)
 		}
-		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, role); err != nil {
+		tierID, err := s.tierChoice(ctx, tx, teamID, tier)
+		if err != nil {
+			return err
+		}
+		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, role, tierID); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteCreate, target: email, after: inv})
@@ -133,9 +146,9 @@ func (s *Store) CreateInvite(ctx context.Context, actor Actor, teamID int64, ema
 	return token, inv, nil
 }
 
-func (s *Store) createInvite(ctx context.Context, tx pgx.Tx, hash []byte, teamID int64, email, role string) (Invite, error) {
+func (s *Store) createInvite(ctx context.Context, tx pgx.Tx, hash []byte, teamID int64, email, role string, tierID *int64) (Invite, error) {
 	row, err := s.q.InviteCreate(ctx, tx, db.InviteCreateParams{TokenHash: hash, TeamID: &teamID, Email: email,
-		Role: role, ExpiresAt: time.Now().Add(InviteLinkTTL)})
+		Role: role, ExpiresAt: time.Now().Add(InviteLinkTTL), TierID: tierID})
 	if err != nil {
 		return Invite{}, mapErr(err)
 	}
@@ -169,7 +182,7 @@ func (s *Store) ReissueInvite(ctx context.Context, actor Actor, teamID int64, em
 		if err != nil {
 			return err
 		}
-		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, revoked[0].Role); err != nil {
+		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, revoked[0].Role, revoked[0].tierID); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteReissue, target: email, before: revoked, after: inv})
@@ -278,7 +291,11 @@ func (s *Store) CompleteSetup(ctx context.Context, token, teamName, email, passw
 		if err != nil {
 			return err
 		}
-		if m, err = s.addMember(ctx, tx, ActorSetupLink, team.ID, email, RoleOwner); err != nil {
+		tierID, err := s.tierChoice(ctx, tx, team.ID, TierDefault)
+		if err != nil {
+			return err
+		}
+		if m, err = s.addMember(ctx, tx, ActorSetupLink, team.ID, email, RoleOwner, tierID); err != nil {
 			return err
 		}
 		if err := s.q.InviteUseAllSetup(ctx, tx); err != nil {
@@ -323,7 +340,7 @@ func (s *Store) AcceptInvite(ctx context.Context, token, password string) (Membe
 		row, err := s.q.MemberLockByEmail(ctx, tx, db.MemberLockByEmailParams{TeamID: *inv.TeamID, Email: inv.Email})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			if m, err = s.addMember(ctx, tx, ActorInviteLink, *inv.TeamID, inv.Email, inv.Role); err != nil {
+			if m, err = s.addMember(ctx, tx, ActorInviteLink, *inv.TeamID, inv.Email, inv.Role, inv.TierID); err != nil {
 				return err
 			}
 		case err != nil:

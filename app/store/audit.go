@@ -44,6 +44,7 @@ const (
 	ActionTierUpdate        = "tier.update"
 	ActionTierDelete        = "tier.delete"
 	ActionMemberTier        = "member.tier"
+	ActionTeamDefaultTier   = "team.default_tier"
 	ActionBudgetRequest     = "budget.request"
 	ActionBudgetApprove     = "budget.approve"
 	ActionBudgetAutoApprove = "budget.auto_approve"
@@ -56,7 +57,7 @@ func AuditActions() []string {
 		ActionKeyRevoke, ActionMemberAdd, ActionInviteCreate, ActionInviteRevoke, ActionInviteReissue, ActionMemberPassword, ActionRouteAdd,
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,
-		ActionTierCreate, ActionTierUpdate, ActionTierDelete, ActionMemberTier, ActionBudgetRequest, ActionBudgetApprove,
+		ActionTierCreate, ActionTierUpdate, ActionTierDelete, ActionMemberTier, ActionTeamDefaultTier, ActionBudgetRequest, ActionBudgetApprove,
 		ActionBudgetAutoApprove, ActionBudgetDecline}
 }
 

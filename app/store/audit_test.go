@@ -47,6 +47,9 @@ var auditedWriters = map[string]string{
 	"ChangeTier":           "tier.update",
 	"DeleteTier":           "tier.delete",
 	"AssignTier":           "member.tier",
+	"SetDefaultTier":       "team.default_tier",
+	"AddMemberInTier":      "member.add",
+	"CreateInviteInTier":   "invite.create",
 	"RequestBudget":        "budget.request",
 	"ApproveBudgetRequest": "budget.approve",
 	"DeclineBudgetRequest": "budget.decline",
@@ -191,6 +194,20 @@ func TestEveryWriterIsAudited(t *testing.T) {
 		must(f.st.ChangeTier(ctx, actor, f.team.ID, "core", func(tr store.Tier) store.Tier { tr.Weight = 3; return tr }))(t)
 	})
 	check("AssignTier", func() { must(f.st.AssignTier(ctx, actor, f.team.ID, f.member.ID, "core"))(t) })
+	check("SetDefaultTier", func() {
+		if err := f.st.SetDefaultTier(ctx, actor, f.team.ID, "core"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check("AddMemberInTier", func() {
+		must(f.st.AddMemberInTier(ctx, actor, f.team.ID, "eve@example.com", store.RoleMember, store.TierNone))(t)
+	})
+	check("CreateInviteInTier", func() {
+		must2(f.st.CreateInviteInTier(ctx, actor, f.team.ID, "fay@example.com", store.RoleMember, "core"))(t)
+	})
+	if err := f.st.SetDefaultTier(ctx, actor, f.team.ID, store.TierNone); err != nil {
+		t.Fatal(err)
+	}
 	var asked store.BudgetRequest
 	check("RequestBudget", func() {
 		asked = must(f.st.RequestBudget(ctx, store.MemberActor(f.member.ID), f.team.ID, f.member.ID, 1_000_000, "eval run"))(t)

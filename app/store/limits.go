@@ -264,21 +264,36 @@ func (s *Store) ChangeTeamLimits(ctx context.Context, actor Actor, teamID int64,
 		if err != nil {
 			return mapErr(err)
 		}
-		l = change(teamLimitRow(before).limits()).withDefaults()
-		if err := l.Validate(); err != nil {
-			return err
-		}
-		if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: teamID, RateAlgorithm: l.RateAlgorithm,
-			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
-			Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute),
-			BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
-			return mapErr(err)
-		}
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTeamLimits, target: before.Name,
-			before: teamLimitRow(before).limits(), after: l})
+		l, err = s.setTeamLimits(ctx, tx, actor, before, change(teamLimitRow(before).limits()))
+		return err
 	})
 	if err != nil {
 		return Limits{}, fmt.Errorf("store: set team %d limits: %w", teamID, err)
+	}
+	return l, nil
+}
+
+func (s *Store) setTeamLimits(ctx context.Context, tx pgx.Tx, actor Actor, before db.Team, l Limits) (Limits, error) {
+	l, err := s.writeTeamLimits(ctx, tx, before.ID, l)
+	if err != nil {
+		return Limits{}, err
+	}
+	return l, s.audit(ctx, tx, actor, auditEntry{teamID: &before.ID, action: ActionTeamLimits, target: before.Name,
+		before: teamLimitRow(before).limits(), after: l})
+}
+
+// writeTeamLimits stores l, checked, as a team's limits, unaudited: a new
+// team's budget is audited as part of the team's creation.
+func (s *Store) writeTeamLimits(ctx context.Context, tx pgx.Tx, teamID int64, l Limits) (Limits, error) {
+	l = l.withDefaults()
+	if err := l.Validate(); err != nil {
+		return Limits{}, err
+	}
+	if _, err := s.q.TeamSetLimits(ctx, tx, db.TeamSetLimitsParams{ID: teamID, RateAlgorithm: l.RateAlgorithm,
+		RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
+		Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute),
+		BudgetMicros: l.Budget, BudgetPeriod: l.BudgetPeriod}); err != nil {
+		return Limits{}, mapErr(err)
 	}
 	return l, nil
 }

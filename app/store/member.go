@@ -65,15 +65,25 @@ func memberFrom(m db.Member) Member {
 	return member
 }
 
-// AddMember adds a person to a team.
+// AddMember adds a person to a team, in the team's default tier.
 func (s *Store) AddMember(ctx context.Context, actor Actor, teamID int64, email, role string) (Member, error) {
+	return s.AddMemberInTier(ctx, actor, teamID, email, role, TierDefault)
+}
+
+// AddMemberInTier adds a person to a team in the tier named tier, or in the
+// team's default tier (TierDefault) or in none (TierNone).
+func (s *Store) AddMemberInTier(ctx context.Context, actor Actor, teamID int64, email, role, tier string) (Member, error) {
 	email, err := checkMember(email, role)
 	if err != nil {
 		return Member{}, err
 	}
 	var m Member
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		m, err = s.addMember(ctx, tx, actor, teamID, email, role)
+		tierID, err := s.tierChoice(ctx, tx, teamID, tier)
+		if err != nil {
+			return err
+		}
+		m, err = s.addMember(ctx, tx, actor, teamID, email, role, tierID)
 		return err
 	})
 	if err != nil {
@@ -82,9 +92,9 @@ func (s *Store) AddMember(ctx context.Context, actor Actor, teamID int64, email,
 	return m, nil
 }
 
-// AddMemberInvited adds a person to a team with a one-time invite link that
-// lets them set a password: a member added without one would have no way in.
-// The link's token is returned once, with the invite.
+// AddMemberInvited adds a person to a team, in its default tier, with a
+// one-time invite link that lets them set a password: a member added without
+// one would have no way in. The link's token is returned once, with the invite.
 func (s *Store) AddMemberInvited(ctx context.Context, actor Actor, teamID int64, email, role string) (Member, string, Invite, error) {
 	email, err := checkMember(email, role)
 	if err != nil {
@@ -96,10 +106,14 @@ func (s *Store) AddMemberInvited(ctx context.Context, actor Actor, teamID int64,
 		inv Invite
 	)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if m, err = s.addMember(ctx, tx, actor, teamID, email, role); err != nil {
+		tierID, err := s.tierChoice(ctx, tx, teamID, TierDefault)
+		if err != nil {
 			return err
 		}
-		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, role); err != nil {
+		if m, err = s.addMember(ctx, tx, actor, teamID, email, role, tierID); err != nil {
+			return err
+		}
+		if inv, err = s.createInvite(ctx, tx, hash, teamID, email, role, tierID); err != nil {
 			return err
 		}
 		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionInviteCreate, target: email, after: inv})
@@ -125,15 +139,24 @@ func checkMember(email, role string) (string, error) {
 	return strings.ToLower(email), nil
 }
 
-// addMember is AddMember, after checkMember, inside the caller's transaction
-// (setup and invites add a member and set a password together).
-func (s *Store) addMember(ctx context.Context, tx pgx.Tx, actor Actor, teamID int64, email, role string) (Member, error) {
-	row, err := s.q.MemberCreate(ctx, tx, db.MemberCreateParams{TeamID: teamID, Email: email, Role: role})
+// addMember is AddMemberInTier, after checkMember and with the tier's id (nil:
+// none), inside the caller's transaction (setup and invites add a member and
+// set a password together).
+func (s *Store) addMember(ctx context.Context, tx pgx.Tx, actor Actor, teamID int64, email, role string, tierID *int64) (Member, error) {
+	row, err := s.q.MemberCreate(ctx, tx, db.MemberCreateParams{TeamID: teamID, Email: email, Role: role, TierID: tierID})
 	if err != nil {
 		return Member{}, mapErr(err)
 	}
 	m := memberFrom(row)
-	return m, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberAdd, target: email, after: m})
+	tier, err := s.tierName(ctx, tx, teamID, tierID)
+	if err != nil {
+		return Member{}, err
+	}
+	return m, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberAdd, target: email,
+		after: struct {
+			Member
+			Tier string `json:"tier"`
+		}{m, tier}})
 }
 
 // FindMember resolves a member of a team by email or numeric id.

@@ -317,7 +317,11 @@ func (s *Store) SSOSignIn(ctx context.Context, method SSOMethod, id SSOIdentity)
 			if err := s.admits(ctx, tx, method, email); err != nil {
 				return err
 			}
-			if m, err = s.addMember(ctx, tx, ActorSSO(method.Kind), method.TeamID, email, RoleMember); err != nil {
+			tierID, err := s.tierChoice(ctx, tx, method.TeamID, TierDefault)
+			if err != nil {
+				return err
+			}
+			if m, err = s.addMember(ctx, tx, ActorSSO(method.Kind), method.TeamID, email, RoleMember, tierID); err != nil {
 				return err
 			}
 			if err := s.q.InviteUseAllForEmail(ctx, tx, db.InviteUseAllForEmailParams{TeamID: &method.TeamID, Email: email}); err != nil {
@@ -397,7 +401,7 @@ func (s *Store) AcceptInviteSSO(ctx context.Context, method SSOMethod, ref strin
 		row, err := s.q.MemberLockByEmail(ctx, tx, db.MemberLockByEmailParams{TeamID: method.TeamID, Email: inv.Email})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			m, err = s.addMember(ctx, tx, ActorInviteLink, method.TeamID, inv.Email, inv.Role)
+			m, err = s.addMember(ctx, tx, ActorInviteLink, method.TeamID, inv.Email, inv.Role, inv.TierID)
 			if errors.Is(err, ErrConflict) {
 				return refuseSignIn("%s belongs to another team on this gateway", inv.Email)
 			} else if err != nil {

@@ -40,7 +40,8 @@ func setup(t *testing.T) *fixture {
 	pool := dbtest.Pool(t, dbtest.Schema(t))
 	f := &fixture{st: store.New(pool).WithOutbound(apptest.Outbound()).WithGrants(testGrants), pool: pool}
 	f.team = must(f.st.CreateTeam(t.Context(), actor, "acme"))(t)
-	f.member = must(f.st.AddMember(t.Context(), actor, f.team.ID, "alice@example.com", store.RoleMember))(t)
+	// In no tier, so each test starts from no limits and sets those it is about.
+	f.member = must(f.st.AddMemberInTier(t.Context(), actor, f.team.ID, "alice@example.com", store.RoleMember, store.TierNone))(t)
 	return f
 }
 

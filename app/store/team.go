@@ -27,7 +27,8 @@ func teamFrom(t db.Team) Team {
 
 var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
-// CreateTeam creates a team.
+// CreateTeam creates a team, with a default tier its new members land in and
+// a team budget (see DefaultTierLimits and DefaultTeamBudget).
 func (s *Store) CreateTeam(ctx context.Context, actor Actor, name string) (Team, error) {
 	if err := checkTeamName(name); err != nil {
 		return Team{}, err
@@ -62,7 +63,16 @@ func (s *Store) createTeam(ctx context.Context, tx pgx.Tx, actor Actor, name str
 		return Team{}, mapErr(err)
 	}
 	team := teamFrom(row)
-	return team, s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: ActionTeamCreate, target: name, after: team})
+	tier, limits, err := s.giveDefaults(ctx, tx, team.ID)
+	if err != nil {
+		return Team{}, err
+	}
+	// One row for one write, saying what the team was made with.
+	return team, s.audit(ctx, tx, actor, auditEntry{teamID: &team.ID, action: ActionTeamCreate, target: name, after: struct {
+		Team
+		DefaultTier Tier   `json:"default_tier"`
+		Limits      Limits `json:"limits"`
+	}{team, tier, limits}})
 }
 
 // FindTeam resolves a team by name or numeric id.

@@ -72,22 +72,39 @@ func (s *Store) CreateTier(ctx context.Context, actor Actor, teamID int64, t Tie
 	if err != nil {
 		return Tier{}, err
 	}
-	l := t.Limits
+	if t.Name == TierNone {
+		return Tier{}, invalid("name", "%q means no tier wherever a tier is chosen; pick another name", TierNone)
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.TierCreate(ctx, tx, db.TierCreateParams{TeamID: teamID, Name: t.Name, RateAlgorithm: l.RateAlgorithm,
-			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
-			Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute), BudgetMicros: l.Budget,
-			BudgetPeriod: l.BudgetPeriod, Weight: t.Weight, AutoApproveMicros: t.AutoApprove})
-		if err != nil {
-			return mapErr(err)
-		}
-		t = tierFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTierCreate, target: t.Name, after: t})
+		t, err = s.createTier(ctx, tx, actor, teamID, t)
+		return err
 	})
 	if err != nil {
 		return Tier{}, fmt.Errorf("store: create tier %q: %w", t.Name, err)
 	}
 	return t, nil
+}
+
+func (s *Store) createTier(ctx context.Context, tx pgx.Tx, actor Actor, teamID int64, t Tier) (Tier, error) {
+	t, err := s.insertTier(ctx, tx, teamID, t)
+	if err != nil {
+		return Tier{}, err
+	}
+	return t, s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTierCreate, target: t.Name, after: t})
+}
+
+// insertTier stores t, already checked, unaudited: a new team's default tier is
+// audited as part of the team's creation.
+func (s *Store) insertTier(ctx context.Context, tx pgx.Tx, teamID int64, t Tier) (Tier, error) {
+	l := t.Limits
+	row, err := s.q.TierCreate(ctx, tx, db.TierCreateParams{TeamID: teamID, Name: t.Name, RateAlgorithm: l.RateAlgorithm,
+		RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
+		Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute), BudgetMicros: l.Budget,
+		BudgetPeriod: l.BudgetPeriod, Weight: t.Weight, AutoApproveMicros: t.AutoApprove})
+	if err != nil {
+		return Tier{}, mapErr(err)
+	}
+	return tierFrom(row), nil
 }
 
 // ChangeTier applies change to a tier as stored, with its row locked (two

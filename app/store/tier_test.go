@@ -213,7 +213,7 @@ func TestBudgetRequestRefusals(t *testing.T) {
 		t.Errorf("request past the pending cap = %v; want a StateError", err)
 	}
 	// A member without a budget has nothing to raise.
-	bob := must(f.st.AddMember(ctx, owner, f.team.ID, "bob@example.com", store.RoleMember))(t)
+	bob := must(f.st.AddMemberInTier(ctx, owner, f.team.ID, "bob@example.com", store.RoleMember, store.TierNone))(t)
 	if _, err := f.st.RequestBudget(ctx, store.MemberActor(bob.ID), f.team.ID, bob.ID, 1, "x"); !errors.As(err, &v) {
 		t.Errorf("request without a budget = %v; want a ValidationError", err)
 	}
