@@ -21,3 +21,6 @@ UPDATE team SET rate_algorithm = @rate_algorithm, rate_limit = @rate_limit,
     tokens_per_minute = @tokens_per_minute, budget_micros = @budget_micros, budget_period = @budget_period
 WHERE id = @id
 RETURNING *;
+
+-- name: TeamSetOverBudget :one
+UPDATE team SET over_budget = @over_budget WHERE id = @id RETURNING *;

@@ -199,6 +199,7 @@ type Team struct {
 	Concurrency     *int64
 	TokensPerMinute *int64
 	PasswordSignIn  bool
+	OverBudget      string
 }
 
 type TeamCounter struct {
@@ -238,4 +239,5 @@ type Tier struct {
 	AutoApproveMicros int64
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	OverBudget        string
 }

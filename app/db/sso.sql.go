@@ -237,7 +237,7 @@ func (q *Queries) SSOUpsert(ctx context.Context, db DBTX, arg SSOUpsertParams) (
 }
 
 const teamSetPasswordSignIn = `-- name: TeamSetPasswordSignIn :one
-UPDATE team SET password_sign_in = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in
+UPDATE team SET password_sign_in = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget
 `
 
 type TeamSetPasswordSignInParams struct {
@@ -261,6 +261,7 @@ func (q *Queries) TeamSetPasswordSignIn(ctx context.Context, db DBTX, arg TeamSe
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.OverBudget,
 	)
 	return i, err
 }

@@ -10,7 +10,7 @@ import (
 )
 
 const teamCreate = `-- name: TeamCreate :one
-INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in
+INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget
 `
 
 func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -29,12 +29,13 @@ func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, e
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamGetByID = `-- name: TeamGetByID :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team WHERE id = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget FROM team WHERE id = $1
 `
 
 func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, error) {
@@ -53,12 +54,13 @@ func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, err
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamGetByName = `-- name: TeamGetByName :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team WHERE name = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget FROM team WHERE name = $1
 `
 
 func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -77,12 +79,13 @@ func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamList = `-- name: TeamList :many
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team ORDER BY id
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget FROM team ORDER BY id
 `
 
 func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
@@ -107,6 +110,7 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 			&i.Concurrency,
 			&i.TokensPerMinute,
 			&i.PasswordSignIn,
+			&i.OverBudget,
 		); err != nil {
 			return nil, err
 		}
@@ -119,7 +123,7 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 }
 
 const teamLock = `-- name: TeamLock :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in FROM team WHERE id = $1 FOR UPDATE
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget FROM team WHERE id = $1 FOR UPDATE
 `
 
 // Reads a team for a change of its limits: a concurrent change waits here, then
@@ -140,6 +144,7 @@ func (q *Queries) TeamLock(ctx context.Context, db DBTX, id int64) (Team, error)
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.OverBudget,
 	)
 	return i, err
 }
@@ -149,7 +154,7 @@ UPDATE team SET rate_algorithm = $1, rate_limit = $2,
     rate_period_ms = $3, rate_burst = $4, concurrency = $5,
     tokens_per_minute = $6, budget_micros = $7, budget_period = $8
 WHERE id = $9
-RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in
+RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget
 `
 
 type TeamSetLimitsParams struct {
@@ -190,6 +195,37 @@ func (q *Queries) TeamSetLimits(ctx context.Context, db DBTX, arg TeamSetLimitsP
 		&i.Concurrency,
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
+		&i.OverBudget,
+	)
+	return i, err
+}
+
+const teamSetOverBudget = `-- name: TeamSetOverBudget :one
+UPDATE team SET over_budget = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, over_budget
+`
+
+type TeamSetOverBudgetParams struct {
+	OverBudget string
+	ID         int64
+}
+
+func (q *Queries) TeamSetOverBudget(ctx context.Context, db DBTX, arg TeamSetOverBudgetParams) (Team, error) {
+	row := db.QueryRow(ctx, teamSetOverBudget, arg.OverBudget, arg.ID)
+	var i Team
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.BudgetMicros,
+		&i.BudgetPeriod,
+		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
+		&i.PasswordSignIn,
+		&i.OverBudget,
 	)
 	return i, err
 }
