@@ -16,16 +16,19 @@ type Tier struct {
 	Weight int64  `json:"weight,omitempty" minimum:"1" maximum:"1000" default:"1" doc:"Share under contention (for the fair waiting room)."`
 	// The most a member of the tier is granted per budget period by auto-approved requests.
 	AutoApproveMicros int64 `json:"auto_approve_micros,omitempty" minimum:"0" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never."`
-	Members           int64 `json:"members" readOnly:"true" doc:"Members assigned (in listings)."`
+	OverBudget        string `json:"over_budget,omitempty" enum:"refuse,fit" default:"refuse" doc:"A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it."`
+	Members           int64  `json:"members" readOnly:"true" doc:"Members assigned (in listings)."`
 }
 
 func tierBody(t store.Tier) Tier {
-	return Tier{Name: t.Name, Limits: limitsBody(t.Limits), Weight: t.Weight, AutoApproveMicros: t.AutoApprove, Members: t.Members}
+	return Tier{Name: t.Name, Limits: limitsBody(t.Limits), Weight: t.Weight, AutoApproveMicros: t.AutoApprove,
+		OverBudget: string(t.OverBudget), Members: t.Members}
 }
 
 func (t Tier) store() (store.Tier, error) {
 	l, err := t.Limits.store()
-	return store.Tier{Name: t.Name, Limits: l, Weight: max(t.Weight, 1), AutoApprove: t.AutoApproveMicros}, store.Within("limits", err)
+	return store.Tier{Name: t.Name, Limits: l, Weight: max(t.Weight, 1), AutoApprove: t.AutoApproveMicros,
+		OverBudget: store.OverBudget(t.OverBudget)}, store.Within("limits", err)
 }
 
 type tierOut struct{ Body Tier }
@@ -114,6 +117,7 @@ func (a *API) registerTiers(h huma.API) {
 				Limits            Limits `json:"limits"`
 				Weight            int64  `json:"weight,omitempty" minimum:"1" maximum:"1000" default:"1"`
 				AutoApproveMicros int64  `json:"auto_approve_micros,omitempty" minimum:"0"`
+				OverBudget        string `json:"over_budget,omitempty" enum:"refuse,fit" doc:"refuse or fit; kept as it is when left out."`
 			}
 		}) (*tierOut, error) {
 			l, err := in.Body.Limits.store()
@@ -122,6 +126,9 @@ func (a *API) registerTiers(h huma.API) {
 			}
 			t, err := a.st.ChangeTier(ctx, actorOf(ctx), teamOf(ctx), in.Name, func(t store.Tier) store.Tier {
 				t.Limits, t.Weight, t.AutoApprove = l, max(in.Body.Weight, 1), in.Body.AutoApproveMicros
+				if in.Body.OverBudget != "" {
+					t.OverBudget = store.OverBudget(in.Body.OverBudget)
+				}
 				return t
 			})
 			if err != nil {
