@@ -171,6 +171,42 @@ func (e SetMemberRoleRequestRole) Valid() bool {
 	}
 }
 
+// Defines values for SetTierRequestOverBudget.
+const (
+	SetTierRequestOverBudgetFit    SetTierRequestOverBudget = "fit"
+	SetTierRequestOverBudgetRefuse SetTierRequestOverBudget = "refuse"
+)
+
+// Valid indicates whether the value is a known member of the SetTierRequestOverBudget enum.
+func (e SetTierRequestOverBudget) Valid() bool {
+	switch e {
+	case SetTierRequestOverBudgetFit:
+		return true
+	case SetTierRequestOverBudgetRefuse:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TierOverBudget.
+const (
+	TierOverBudgetFit    TierOverBudget = "fit"
+	TierOverBudgetRefuse TierOverBudget = "refuse"
+)
+
+// Valid indicates whether the value is a known member of the TierOverBudget enum.
+func (e TierOverBudget) Valid() bool {
+	switch e {
+	case TierOverBudgetFit:
+		return true
+	case TierOverBudgetRefuse:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UsageRowStatus.
 const (
 	UsageRowStatusHeld        UsageRowStatus = "held"
@@ -589,8 +625,14 @@ type SetRouteResilienceRequest struct {
 type SetTierRequest struct {
 	AutoApproveMicros *int64 `json:"auto_approve_micros,omitempty"`
 	Limits            Limits `json:"limits"`
-	Weight            *int64 `json:"weight,omitempty"`
+
+	// OverBudget refuse or fit; kept as it is when left out.
+	OverBudget *SetTierRequestOverBudget `json:"over_budget,omitempty"`
+	Weight     *int64                    `json:"weight,omitempty"`
 }
+
+// SetTierRequestOverBudget refuse or fit; kept as it is when left out.
+type SetTierRequestOverBudget string
 
 // TargetInBody defines model for TargetInBody.
 type TargetInBody struct {
@@ -613,9 +655,15 @@ type Tier struct {
 	// Name Lower-case letters, digits and dashes.
 	Name string `json:"name"`
 
+	// OverBudget A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it.
+	OverBudget *TierOverBudget `json:"over_budget,omitempty"`
+
 	// Weight Share under contention (for the fair waiting room).
 	Weight *int64 `json:"weight,omitempty"`
 }
+
+// TierOverBudget A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it.
+type TierOverBudget string
 
 // TiersOutBody defines model for TiersOutBody.
 type TiersOutBody struct {
