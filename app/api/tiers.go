@@ -15,7 +15,7 @@ type Tier struct {
 	Limits Limits `json:"limits" doc:"The tier's member limits; a member's own limits win over them."`
 	Weight int64  `json:"weight,omitempty" minimum:"1" maximum:"1000" default:"1" doc:"Share under contention (for the fair waiting room)."`
 	// The most a member of the tier is granted per budget period by auto-approved requests.
-	AutoApproveMicros int64 `json:"auto_approve_micros,omitempty" minimum:"0" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never."`
+	AutoApproveMicros int64  `json:"auto_approve_micros,omitempty" minimum:"0" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never."`
 	OverBudget        string `json:"over_budget,omitempty" enum:"refuse,fit" default:"refuse" doc:"A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it."`
 	Members           int64  `json:"members" readOnly:"true" doc:"Members assigned (in listings)."`
 }
