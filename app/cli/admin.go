@@ -39,6 +39,7 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
   set-limits     --team T [--member E] [--algorithm token_bucket|sliding_window]
                  [--rate N] [--period 1s] [--burst N] [--concurrency N] [--tpm N]
                  [--budget 25.00|none] [--budget-period total|daily|monthly]   (no --member: team-wide; 0 removes)
+                 [--over-budget refuse|fit]   (team-wide, for members in no tier: fit lowers max_tokens to the budget left)
   disable-member --team T --member E
   enable-member  --team T --member E
   set-role       --team T --member E --role owner|member   (the last active owner cannot be demoted or disabled)
