@@ -267,7 +267,7 @@ end
 
 -- Phase 1: gather state and run every check; nothing is written but the sweep.
 local fi, ki, ai = 3, 2, 2
-local hold, need, epoch, expired, bound, old_bound
+local hold, need, fit, epoch, expired, bound, old_bound
 -- seq counts the team's admissions: a replica that sees it go back knows the hash
 -- is older than one it saw before (a restored snapshot, a lagging failover).
 local seq = 0
@@ -281,8 +281,8 @@ if ledger then
   if v[5] then
     return finish(redis.error_reply('HOLDEXISTS request id ' .. rid .. ' already holds a reservation'))
   end
-  hold, need = num[2], num[3]
-  ai = 4
+  hold, need, fit = num[2], num[3], num[4]
+  ai = 5
   -- The sweep bound is at most the earliest lease among the team's holds, so until
   -- it passes there is nothing to sweep and the leases set is not even read.
   bound = 0
@@ -555,13 +555,25 @@ for i = first, last do
     if brem < 0 then
       brem = 0
     end
-    if hold > limit then
+    -- With a fit floor, a budget refuses only when not even the floor fits.
+    local h = hold
+    if fit > 0 then
+      h = fit
+    end
+    if h > limit then
       consider(1, INF, BUDGET, scope, 0, 0, 0, 0, 1, brem, nexts[kind])
-    elseif before < hold then
+    elseif before < h then
       consider(1, 0, BUDGET, scope, 0, 0, 0, 0, 0, brem, nexts[kind])
     end
     ai, fi = ai + 1, fi + 1
   end
+end
+
+-- A request with a fit floor that every budget passed at the floor is held what the
+-- tightest budget has left, if that is less than its hold (local_ledger.go's fit).
+local fitted = 0
+if ledger and fit > 0 and b_before and b_before < hold and b_before >= fit then
+  hold, fitted = b_before, b_before
 end
 
 -- The waiting room: start-time fair queueing on a virtual clock. Past this point
@@ -699,15 +711,16 @@ end
 
 -- ledger_reply packs a ledger reply: the seven common numbers, then too large, budget
 -- remaining, budget scope, budget resets at, the hold's epoch, the number of expired
--- holds, the team's epoch and seq before this call, now, then each expired hold's hold
--- and tokens; with expired holds, a table of it and each one's request id and meta.
-local function ledger_reply(r, large, brem, bscope, bnext, ep)
+-- holds, the team's epoch and seq before this call, now, the hold fit placed (0 none),
+-- then each expired hold's hold and tokens; with expired holds, a table of it and each
+-- one's request id and meta.
+local function ledger_reply(r, large, brem, bscope, bnext, ep, placed)
   local n = 0
   if expired then
     n = #expired / 4
   end
-  local packed = pack('<dddddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n,
-    epoch, seq, now)
+  local packed = pack('<ddddddddddddddddd', r[1], r[2], r[3], r[4], r[5], r[6], r[7], large, brem, bscope, bnext, ep, n,
+    epoch, seq, now, placed or 0)
   if n == 0 then
     return packed
   end
@@ -820,6 +833,6 @@ end
 set[#set + 1], set[#set + 2] = 'n', pack('<d', seq + 1)
 flush(H, set)
 if b_before then
-  return finish(ledger_reply(r, 0, b_before - hold, b_scope, b_next, ep))
+  return finish(ledger_reply(r, 0, b_before - hold, b_scope, b_next, ep, fitted))
 end
-return finish(ledger_reply(r, 0, -1, 0, 0, ep))
+return finish(ledger_reply(r, 0, -1, 0, 0, ep, fitted))

@@ -282,6 +282,13 @@ type Request struct {
 	// Hold is the estimated cost in micro-dollars, reserved against the member's and
 	// the team's budgets until Settle; 0 for a free route.
 	Hold int64
+	// FitFloor, when above 0, lets a request whose Hold does not fit what is left of
+	// its budgets be admitted with a smaller hold: the least of what the member's and
+	// the team's budgets have left, if that is at least FitFloor (the hold of the
+	// smallest output cap worth forwarding). The budgets refuse only below FitFloor,
+	// and Decision.Fitted says what was held, decided in the same atomic step as the
+	// check. From 0 to Hold; 0 refuses as before.
+	FitFloor int64
 	// Tokens is the estimated token count, reserved against the member's and the
 	// team's TPM buckets until Settle.
 	Tokens int64
@@ -365,6 +372,9 @@ func (r *Request) validate() error {
 	}
 	if r.Hold < 0 || r.Hold > maxMoney {
 		errs = append(errs, fmt.Errorf("hold must be from 0 to 2^51 micro-dollars, got %d", r.Hold))
+	}
+	if r.FitFloor < 0 || r.FitFloor > r.Hold {
+		errs = append(errs, fmt.Errorf("fit floor must be from 0 to the hold (%d), got %d", r.Hold, r.FitFloor))
 	}
 	if r.Tokens < 0 || r.Tokens > MaxTokens {
 		errs = append(errs, fmt.Errorf("tokens must be from 0 to %d, got %d", MaxTokens, r.Tokens))
@@ -451,6 +461,10 @@ type Decision struct {
 	BudgetScope Scope
 	// BudgetResetsAt is when that budget's period ends; zero for a total budget.
 	BudgetResetsAt time.Time
+	// Fitted is, when Request.FitFloor let an allowed request fit its budgets with
+	// a smaller hold, the hold placed (from FitFloor to less than Request.Hold); 0
+	// when the whole Hold was placed or the request was refused.
+	Fitted int64
 	// Epoch identifies the generation of the team's counters the request's hold was
 	// placed in; pass it to Settle. 0 when no hold was stored.
 	Epoch int64

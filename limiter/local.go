@@ -143,6 +143,9 @@ func (l *Local) Admit(_ context.Context, req Request) (Decision, error) {
 	checks := make([]check, 0, 8)
 	checks = l.policy(checks, a, now, ScopeMember, stateKey{req.Team, req.Member}, &req.MemberPolicy, &req)
 	checks = l.policy(checks, a, now, ScopeTeam, stateKey{team: req.Team}, &req.TeamPolicy, &req)
+	if a != nil {
+		a.fit()
+	}
 	if d := l.queue(t, &req, now, checks, a); d != nil {
 		return *d, nil
 	}

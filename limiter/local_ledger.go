@@ -114,6 +114,7 @@ type admission struct {
 	tightest             bool  // a budget was met: the next three describe the tightest
 	tightLeft, tightNext int64
 	tightScope           Scope
+	fitted               int64 // the hold fit placed; 0: none
 }
 
 // spendRead is one period kind's spend as admit.lua reads it.
@@ -154,13 +155,25 @@ func (a *admission) budget(scope Scope, b *Budget) check {
 		a.tightest, a.tightLeft, a.tightScope, a.tightNext = true, before, scope, s.next
 	}
 	c := check{ok: true, rank: 1, reason: ReasonBudget, scope: scope, budgetLeft: max(0, before), budgetNext: s.next}
-	switch hold := a.req.Hold; {
+	hold := a.req.Hold
+	if a.req.FitFloor > 0 {
+		hold = a.req.FitFloor
+	}
+	switch {
 	case hold > b.Limit:
 		c.ok, c.tooLarge, c.wait = false, true, forever
 	case before < hold:
 		c.ok = false
 	}
 	return c
+}
+
+// fit lowers the hold of a request with a FitFloor to what its tightest budget has
+// left, once every budget passed at the floor (admit.lua does the same after its loop).
+func (a *admission) fit() {
+	if a.req.FitFloor > 0 && a.tightest && a.tightLeft < a.req.Hold && a.tightLeft >= a.req.FitFloor {
+		a.fitted, a.req.Hold = a.tightLeft, a.tightLeft
+	}
 }
 
 // refused fills d's ledger fields for a refusal by worst.
@@ -177,7 +190,7 @@ func (a *admission) refused(d *Decision, worst *check) {
 // admitted stores the request's hold, if it reserves anything, and fills d's ledger
 // fields.
 func (a *admission) admitted(d *Decision) {
-	d.Expired = a.expired
+	d.Expired, d.Fitted = a.expired, a.fitted
 	if a.tightest {
 		d.BudgetRemaining, d.BudgetScope, d.BudgetResetsAt = a.tightLeft-a.req.Hold, a.tightScope, resetsAt(a.tightNext)
 	}

@@ -251,6 +251,9 @@ func TestLedgerRedisMatchesLocal(t *testing.T) {
 			req := limiter.Request{Team: team, Member: mb, KeyID: "key-" + mb, RequestID: rid(), Lease: lease,
 				MemberPolicy: policies[mb], TeamPolicy: teamPolicy, Meta: "meta-" + mb,
 				Hold: holds[rng.IntN(len(holds))], Tokens: tokenCounts[rng.IntN(len(tokenCounts))]}
+			if rng.IntN(3) == 0 { // an agent's request that may be lowered to fit
+				req.FitFloor = req.Hold / int64(1+rng.IntN(8))
+			}
 			ssR, ssL := settlements(team, carry[mb])
 			for _, c := range carry[mb] {
 				sent(c.f)
@@ -286,7 +289,14 @@ func TestLedgerRedisMatchesLocal(t *testing.T) {
 				inFlight = remove(inFlight, e.RequestID)
 			}
 			if got.Allowed {
-				f := &flight{member: mb, id: req.RequestID, hold: req.Hold, tokens: req.Tokens, epochR: got.Epoch,
+				hold := req.Hold
+				if got.Fitted > 0 {
+					if got.Fitted < req.FitFloor || got.Fitted >= req.Hold {
+						t.Fatalf("%s: fitted %d outside [floor %d, hold %d)", where, got.Fitted, req.FitFloor, req.Hold)
+					}
+					hold = got.Fitted
+				}
+				f := &flight{member: mb, id: req.RequestID, hold: hold, tokens: req.Tokens, epochR: got.Epoch,
 					epochL: want.Epoch, period: map[limiter.Period]int64{}}
 				for _, p := range []limiter.Period{limiter.PeriodTotal, limiter.PeriodDaily, limiter.PeriodMonthly} {
 					f.period[p], _ = limiter.PeriodAt(p, clk.Now().UnixMicro())

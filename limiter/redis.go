@@ -88,7 +88,7 @@ import (
 //	      then r:<request id> of each carried settle. Last, each carried
 //	      settle's cost, tokens and epoch as doubles followed by its request id.
 //	      The numbers are little-endian doubles (exact below 2^53): lease µs, if
-//	      ledger hold and tokens, then per spec entry its numbers. Spec: "$" first
+//	      ledger hold, tokens and fit floor, then per spec entry its numbers. Spec: "$" first
 //	      when any budget or TPM applies (ledger), followed by the number of
 //	      settles the call carries (a digit, none when 0), then member entries in lower
 //	      case, team entries in upper case: b token bucket (limit, period µs,
@@ -103,7 +103,8 @@ import (
 //	      ledger requests past the epoch check add: 8 too large (0|1), 9 budget
 //	      remaining (-1 none), 10 budget scope, 11 budget resets at µs (0 none),
 //	      12 the hold's epoch (0 none), 13 n expired, 14 the team's epoch, 15 seq
-//	      before this call, then n × (hold, tokens). With expired holds the
+//	      before this call, 16 now µs, 17 the hold fit placed (0 none), then
+//	      n × (hold, tokens). With expired holds the
 //	      reply is an array: those doubles, then n × (request id, meta). Each
 //	      carried settle's reply (SETTLE's) follows the doubles, in order.
 //
@@ -421,6 +422,7 @@ func (r *Redis) admitCall(ctx context.Context, ss []Settlement, req *Request) (D
 		}
 		a.num(req.Hold)
 		a.num(req.Tokens)
+		a.num(req.FitFloor)
 		a.args = append(a.args, "e", "x", kb.key("r:", req.RequestID), kb.key("h:", req.Member), "h", "n")
 		meta = req.Meta
 	}
@@ -643,7 +645,7 @@ func parseAdmit(reply any) (Decision, generation, error) {
 		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %q", reply)
 	}
 	n := doubles(packed)
-	if (len(n) != 7 && len(n) < 16) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
+	if (len(n) != 7 && len(n) < 17) || n[1] < 0 || n[1] >= int64(len(replyReasons)) || n[2] < 0 || n[2] >= int64(len(replyScopes)) {
 		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d := Decision{
@@ -662,11 +664,11 @@ func parseAdmit(reply any) (Decision, generation, error) {
 	if len(n) == 7 {
 		return d, generation{}, nil
 	}
-	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 16+2*int(n[12]) || len(rest) != 2*int(n[12]) {
+	if n[9] < 0 || n[9] >= int64(len(replyScopes)) || len(n) != 17+2*int(n[12]) || len(rest) != 2*int(n[12]) {
 		return Decision{}, generation{}, fmt.Errorf("unexpected admit reply %v", n)
 	}
 	d.TooLarge = n[7] == 1
-	d.BudgetRemaining, d.BudgetScope, d.Epoch, d.At = n[8], replyScopes[n[9]], n[11], time.UnixMicro(n[15]).UTC()
+	d.BudgetRemaining, d.BudgetScope, d.Epoch, d.At, d.Fitted = n[8], replyScopes[n[9]], n[11], time.UnixMicro(n[15]).UTC(), n[16]
 	if n[10] > 0 {
 		d.BudgetResetsAt = time.UnixMicro(n[10]).UTC()
 	}
@@ -678,7 +680,7 @@ func parseAdmit(reply any) (Decision, generation, error) {
 			if !ok1 || !ok2 {
 				return Decision{}, generation{}, fmt.Errorf("unexpected expired hold in admit reply %v", rest[2*i:2*i+2])
 			}
-			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[16+2*i], Tokens: n[17+2*i], Meta: meta}
+			d.Expired[i] = ExpiredHold{RequestID: id, Hold: n[17+2*i], Tokens: n[18+2*i], Meta: meta}
 		}
 	}
 	return d, generation{epoch: n[13], seq: n[14]}, nil

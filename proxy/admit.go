@@ -42,6 +42,9 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 		QueueWait:    g.opts.QueueWait,
 		Weight:       member.Weight,
 	}
+	if member.FitHolds {
+		req.FitFloor = t.meter.fitFloor()
+	}
 	var earlier []*settleJob
 	if req.Hold > 0 || req.Tokens > 0 {
 		req.Meta = holdMeta(t)
@@ -74,6 +77,18 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 	if dec.BudgetRemaining >= 0 {
 		w.Header().Set("X-Budget-Remaining-Micros", strconv.FormatInt(dec.BudgetRemaining, 10))
 	}
+	if dec.Allowed && dec.Fitted > 0 {
+		asked := t.meter.outCap
+		lowered, err := t.meter.fit(r, dec.Fitted)
+		if err != nil {
+			// The body parsed as JSON a moment ago, so this is a bug: give the hold back.
+			g.settles.add(context.WithoutCancel(r.Context()), limiter.Settlement{Team: req.Team, Member: req.Member,
+				RequestID: req.RequestID, Epoch: dec.Epoch})
+			WriteError(w, d, &Error{Kind: KindInvalidRequest, Message: "could not lower the output cap: " + err.Error()})
+			return limiter.Decision{}, false
+		}
+		w.Header().Set(MaxTokensHeader, fmt.Sprintf("lowered from %d to %d to fit the budget left", asked, lowered))
+	}
 	if dec.Allowed {
 		t.settles = req.Settles()
 		if !dec.At.IsZero() {
@@ -94,7 +109,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, d Dialect, membe
 			// The budget comes back with its period; a total budget never does.
 			setRetryHeaders(w.Header(), dec.BudgetResetsAt.Sub(g.opts.Now()))
 		}
-		WriteError(w, d, budgetRefusal(dec, t.meter.hold))
+		WriteError(w, d, budgetRefusal(dec, &t.meter, budgetLimit(dec.BudgetScope, member, team), req.FitFloor > 0))
 	case limiter.ReasonTPM:
 		if dec.TooLarge {
 			WriteError(w, d, &Error{Kind: KindInvalidRequest, Message: fmt.Sprintf(
@@ -178,6 +193,21 @@ func (g *Gateway) observeQueue(t *target, delta int) {
 			q.Queued(t.key.TeamID, t.key.MemberID, delta)
 		}
 	}
+}
+
+// MaxTokensHeader tells the caller its output cap was lowered to fit its budget.
+const MaxTokensHeader = "X-Tollgate-Max-Tokens"
+
+// budgetLimit is the limit of the budget a refusal names.
+func budgetLimit(s limiter.Scope, member Member, team Team) int64 {
+	p := member.Limits
+	if s == limiter.ScopeTeam {
+		p = team.Limits
+	}
+	if p.Budget == nil {
+		return 0
+	}
+	return p.Budget.Limit
 }
 
 func whose(s limiter.Scope) string {

@@ -319,7 +319,7 @@ func (g *Gateway) prepare(w http.ResponseWriter, r *http.Request, o *Outcome, re
 	t := &target{requestID: requestID, start: g.opts.Now().UTC(), began: time.Now(), key: key, route: route, rest: rest, meter: m}
 	team, _ := snap.Team(key.TeamID)
 	dec, admitted := g.admit(w, r, dialect, member, team, t)
-	o.BudgetRemaining, o.Queued = dec.BudgetRemaining, t.queued
+	o.BudgetRemaining, o.Queued, o.HeldMicros = dec.BudgetRemaining, t.queued, t.meter.hold
 	if !admitted {
 		o.Refusal, o.RefusalScope = string(dec.Reason), string(dec.Scope)
 		return nil, 0, nil

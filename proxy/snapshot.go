@@ -43,6 +43,10 @@ type Member struct {
 	// Weight is the member's share of the team's limits in the waiting room, from
 	// their tier (1 without one).
 	Weight int64
+	// FitHolds: a request whose worst case does not fit the budget left has its
+	// output cap lowered to fit, rather than being refused (their tier's choice, or
+	// the team's for a member without a tier).
+	FitHolds bool
 }
 
 // Team carries the team-wide limits, which bind on top of each member's.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -30,6 +31,14 @@ type meter struct {
 	// What the reported usage is judged against (implausible): the output ceiling
 	// times the completions asked for, and the inflated body's size.
 	maxOutput, bodyBytes int64
+	// What fitting the hold to a budget needs: the body as it will be sent (inflated),
+	// the output cap's fields, the cap as asked (or the model's maximum), the input
+	// estimate and the completions asked for.
+	decoded             []byte
+	capFields           []string
+	capField            string // the cap's field as the body names it (or would)
+	capSet              bool   // the body sets a cap
+	outCap, in, choices int64
 }
 
 // unmeteredHold is reserved for a write to a paid route whose endpoint has no
@@ -78,6 +87,8 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 	}
 	m.priced, m.price, m.model = true, price, req.Model
 	m.maxOutput, m.bodyBytes = out*max(req.Choices, 1), int64(len(decoded))
+	m.decoded, m.outCap, m.in, m.choices = decoded, out, req.InputTokens, max(req.Choices, 1)
+	m.capFields, m.capField, m.capSet = capFields[kind], req.MaxOutputField, req.MaxOutputTokens > 0
 	m.tokens = min(req.InputTokens+m.maxOutput, limiter.MaxTokens)
 
 	if kind == estimate.OpenAIChat && req.Stream && !req.IncludeUsage {
@@ -90,7 +101,7 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 			// bodies this size, and the provider accepts either.
 			setBody(r, injected)
 			r.Header.Del("Content-Encoding")
-			m.addedUsage = true
+			m.addedUsage, m.decoded = true, injected
 		}
 	}
 	// The usage is read from the response as it passes: it must not arrive compressed.
@@ -104,6 +115,50 @@ func (g *Gateway) meterRequest(r *http.Request, body []byte, route Route, rest s
 // prompt before sending it costs a member nothing, as it does at the provider.
 func free(dialect Dialect, method, upstreamPath string) bool {
 	return dialect == DialectAnthropic && method == http.MethodPost && strings.HasSuffix(upstreamPath, "/v1/messages/count_tokens")
+}
+
+// capFields are the output cap's fields per endpoint, the one to add first: fitting
+// lowers every one the body sets (OpenAI chat takes the deprecated max_tokens too).
+var capFields = map[estimate.Kind][]string{
+	estimate.AnthropicMessages: {"max_tokens"},
+	estimate.OpenAIChat:        {"max_completion_tokens", "max_tokens"},
+	estimate.OpenAIResponses:   {"max_output_tokens"},
+	estimate.OpenAICompletions: {"max_tokens"},
+}
+
+// FitFloorTokens is the smallest output cap fitting lowers a request to: below it
+// an agent's turn is rarely useful, so the request is refused instead.
+const FitFloorTokens = 1024
+
+// fitFloor is the hold of the request at the smallest cap fitting may give it; 0
+// when it cannot be fitted (not token-priced, or its cap is already that small).
+func (m *meter) fitFloor() int64 {
+	if !m.priced || m.capFields == nil || m.outCap <= FitFloorTokens {
+		return 0
+	}
+	return m.price.Hold(m.in, FitFloorTokens*m.choices)
+}
+
+// fit lowers the request's output cap to the largest whose hold is within the
+// hold the limiter placed, rewrites the body to say so and returns the cap.
+func (m *meter) fit(r *http.Request, held int64) (int64, error) {
+	lo, hi := int64(FitFloorTokens), m.outCap-1 // Hold(lo) <= held < Hold(outCap)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if m.price.Hold(m.in, mid*m.choices) <= held {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	body, err := usage.LowerOutputCap(m.decoded, m.capFields, lo)
+	if err != nil {
+		return 0, err
+	}
+	setBody(r, body)
+	r.Header.Del("Content-Encoding")
+	m.decoded, m.hold, m.maxOutput, m.bodyBytes = body, held, lo*m.choices, int64(len(body))
+	return lo, nil
 }
 
 var estimateKinds = map[usage.Kind]estimate.Kind{
@@ -238,9 +293,10 @@ func (g *Gateway) recordExpired(teamID int64, expired []limiter.ExpiredHold, epo
 	}
 }
 
-// budgetRefusal words a 402 so the member knows which budget ran out and when it
-// comes back.
-func budgetRefusal(d limiter.Decision, hold int64) *Error {
+// budgetRefusal words a 402 so the member knows what the request would have held
+// and why, how much of which budget is left (not spent: in-flight holds count), and
+// when it comes back. limit is that budget's limit.
+func budgetRefusal(d limiter.Decision, m *meter, limit int64, fits bool) *Error {
 	whose := "your"
 	if d.BudgetScope == limiter.ScopeTeam {
 		whose = "your team's"
@@ -249,12 +305,30 @@ func budgetRefusal(d limiter.Decision, hold int64) *Error {
 	if !d.BudgetResetsAt.IsZero() {
 		resets = "it resets at " + d.BudgetResetsAt.UTC().Format(time.RFC3339)
 	}
-	if d.TooLarge {
-		return &Error{Kind: KindBudget, Message: fmt.Sprintf("this request may cost up to %s, more than %s whole budget; lower max_tokens",
-			dollars(hold), whose)}
+	held := fmt.Sprintf("this request would hold up to %s%s until it is settled at its real cost", dollars(m.hold), m.why(m.outCap))
+	if floor := m.fitFloor(); fits && floor > 0 {
+		held = fmt.Sprintf("even lowered to %s %d, this request would hold up to %s at %s prices", m.capField, FitFloorTokens,
+			dollars(floor), m.model)
 	}
-	return &Error{Kind: KindBudget, Message: fmt.Sprintf("%s budget is spent: %s left, and this request may cost up to %s; %s",
-		whose, dollars(max(d.BudgetRemaining, 0)), dollars(hold), resets)}
+	if d.TooLarge {
+		return &Error{Kind: KindBudget, Message: fmt.Sprintf("%s, more than %s whole budget of %s; lower %s",
+			held, whose, dollars(limit), cmp.Or(m.capField, "max_tokens"))}
+	}
+	return &Error{Kind: KindBudget, Message: fmt.Sprintf("%s; %s of %s budget of %s is left (spent and held by requests in flight count); %s",
+		held, dollars(max(d.BudgetRemaining, 0)), whose, dollars(limit), resets)}
+}
+
+// why says what a hold is made of: the output cap at the model's prices.
+func (m *meter) why(outCap int64) string {
+	switch {
+	case !m.priced:
+		return ""
+	case m.capField == "":
+		return " (" + m.model + " prices)"
+	case !m.capSet:
+		return fmt.Sprintf(" (no %s: the model's maximum, %d, at %s prices)", m.capField, outCap, m.model)
+	}
+	return fmt.Sprintf(" (%s %d at %s prices)", m.capField, outCap, m.model)
 }
 
 // dollars formats micro-dollars exactly, e.g. 1234567 → $1.234567.

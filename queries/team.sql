@@ -24,3 +24,6 @@ RETURNING *;
 
 -- name: TeamSetDefaultTier :one
 UPDATE team SET default_tier_id = sqlc.narg(default_tier_id) WHERE id = @id RETURNING *;
+
+-- name: TeamSetOverBudget :one
+UPDATE team SET over_budget = @over_budget WHERE id = @id RETURNING *;

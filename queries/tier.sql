@@ -1,8 +1,8 @@
 -- name: TierCreate :one
 INSERT INTO tier (team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency,
-    tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros)
+    tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, over_budget)
 VALUES (@team_id, @name, @rate_algorithm, @rate_limit, @rate_period_ms, @rate_burst, @concurrency,
-    @tokens_per_minute, @budget_micros, @budget_period, @weight, @auto_approve_micros)
+    @tokens_per_minute, @budget_micros, @budget_period, @weight, @auto_approve_micros, @over_budget)
 RETURNING *;
 
 -- name: TierGetByName :one
@@ -19,7 +19,7 @@ SELECT * FROM tier WHERE team_id = @team_id AND name = @name FOR UPDATE;
 UPDATE tier SET rate_algorithm = @rate_algorithm, rate_limit = @rate_limit, rate_period_ms = @rate_period_ms,
     rate_burst = @rate_burst, concurrency = @concurrency, tokens_per_minute = @tokens_per_minute,
     budget_micros = @budget_micros, budget_period = @budget_period, weight = @weight,
-    auto_approve_micros = @auto_approve_micros, updated_at = now()
+    auto_approve_micros = @auto_approve_micros, over_budget = @over_budget, updated_at = now()
 WHERE team_id = @team_id AND id = @id
 RETURNING *;
 

@@ -24,6 +24,7 @@ type TierEdit struct {
 	Limits      LimitsForm // Action is where the whole form posts
 	Weight      string
 	AutoApprove string
+	OverBudget  string // "refuse" or "fit"
 	DeleteURL   string
 }
 

@@ -17,26 +17,29 @@ type Tier struct {
 	// The most a member of the tier is granted per budget period by auto-approved requests.
 	AutoApproveMicros int64  `json:"auto_approve_micros" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never."`
 	AutoApproveUSD    string `json:"auto_approve_usd" doc:"auto_approve_micros in dollars (25.00)."`
+	OverBudget        string `json:"over_budget" enum:"refuse,fit" doc:"A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it."`
 	Members           int64  `json:"members" doc:"Members assigned (in listings)."`
 }
 
 func tierBody(t store.Tier) Tier {
 	return Tier{Name: t.Name, Limits: limitsBody(t.Limits), Weight: t.Weight, AutoApproveMicros: t.AutoApprove,
-		AutoApproveUSD: store.FormatDollars(t.AutoApprove), Members: t.Members}
+		AutoApproveUSD: store.FormatDollars(t.AutoApprove), OverBudget: string(t.OverBudget), Members: t.Members}
 }
 
-// TierSettings are what a caller writes of a tier: its limits, weight and
-// auto-approve ceiling (in micro-dollars or dollars). A PUT names them all,
+// TierSettings are what a caller writes of a tier: its limits, weight,
+// auto-approve ceiling (in micro-dollars or dollars) and what a request past
+// the budget left gets. A PUT names them all,
 // each limit included; a PATCH only what it changes.
 type TierSettings struct {
 	Limits            *LimitsInput `json:"limits,omitempty" doc:"The tier's member limits; a member's own limits win over them."`
 	Weight            *int64       `json:"weight,omitempty" minimum:"1" maximum:"1000" doc:"Share under contention (for the fair waiting room)."`
 	AutoApproveMicros *int64       `json:"auto_approve_micros,omitempty" minimum:"0" doc:"Budget requests are approved at once while a member's auto-approved grants this period stay within this; 0: never (or auto_approve_usd)."`
 	AutoApproveUSD    *string      `json:"auto_approve_usd,omitempty" example:"10.00" doc:"auto_approve_micros in dollars (or auto_approve_micros)."`
+	OverBudget        *string      `json:"over_budget,omitempty" enum:"refuse,fit" doc:"A request whose worst case does not fit the budget left: refuse (402), or fit: lower its output cap to what is left (at least 1024 tokens) and forward it. New tiers refuse."`
 }
 
 // tierFields are what a PUT of a tier must name besides its limits.
-var tierFields = [][]string{{"limits"}, {"weight"}, {"auto_approve_micros", "auto_approve_usd"}}
+var tierFields = [][]string{{"limits"}, {"weight"}, {"auto_approve_micros", "auto_approve_usd"}, {"over_budget"}}
 
 // change is what the settings the caller named (f) do to a stored tier.
 func (in TierSettings) change(f fields) (func(store.Tier) store.Tier, error) {
@@ -68,6 +71,9 @@ func (in TierSettings) change(f fields) (func(store.Tier) store.Tier, error) {
 		}
 		if autoApprove != nil {
 			t.AutoApprove = *autoApprove
+		}
+		if in.OverBudget != nil {
+			t.OverBudget = store.OverBudget(*in.OverBudget)
 		}
 		return t
 	}, nil

@@ -45,6 +45,7 @@ const adminUsage = `usage: tollgate admin <verb> [flags]   (add --json for machi
                  [--budget-usd 25.00|none] [--budget-period total|daily|monthly]
                  (no --member: team-wide; what is not given stays; 0 or none removes; the API's names;
                  --algorithm, --rate, --period, --burst, --tpm and --budget are the same flags)
+                 [--over-budget refuse|fit]   (team-wide, for members in no tier: fit lowers max_tokens to the budget left)
   disable-member --team T --member E
   enable-member  --team T --member E
   set-role       --team T --member E --role owner|member   (the last active owner cannot be demoted or disabled)

@@ -18,6 +18,7 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 	teamRef := c.flags.String("team", "", "team name or id")
 	memberRef := c.flags.String("member", "", "member email or id (omit for the team-wide limits)")
 	changeFlags := limitFlags(c)
+	overBudget := c.flags.String("over-budget", "", "team-wide only: a request of a member in no tier that does not fit the budget left: refuse, or fit (lower its max_tokens)")
 	if err := c.parse(args, "team"); err != nil {
 		return err
 	}
@@ -25,9 +26,23 @@ func setLimits(ctx context.Context, c *adminCmd, args []string) error {
 	if err != nil {
 		return err
 	}
+	var over store.OverBudget
+	if *overBudget != "" {
+		if *memberRef != "" {
+			return usagef("%s: --over-budget is the team's, for members in no tier; a tier sets its own (admin tier set --over-budget)", c.flags.Name())
+		}
+		if over, err = store.ParseOverBudget(*overBudget); err != nil {
+			return usagef("%s: --over-budget: must be refuse or fit, not %q", c.flags.Name(), *overBudget)
+		}
+	}
 	t, err := c.team(ctx, *teamRef)
 	if err != nil {
 		return err
+	}
+	if over != "" {
+		if t, err = c.st.SetTeamOverBudget(ctx, store.ActorCLI, t.ID, over); err != nil {
+			return err
+		}
 	}
 	var m store.Member
 	if *memberRef != "" {

@@ -81,3 +81,23 @@ func TestConcurrentSetLimitsLoseNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestSetTeamOverBudget: set-limits --over-budget sets the team's choice for
+// members in no tier; it is refused for a member and for a value not offered.
+func TestSetTeamOverBudget(t *testing.T) {
+	t.Parallel()
+	c := newTool(t)
+	c.ok("admin", "create-team", "--name", "acme")
+	c.ok("admin", "add-member", "--team", "acme", "--email", "ada@acme.test")
+	c.ok("admin", "set-limits", "--team", "acme", "--over-budget", "fit")
+	var teams []store.Team
+	c.json(&teams, "admin", "list", "teams")
+	if len(teams) != 1 || teams[0].OverBudget != store.OverBudgetFit {
+		t.Fatalf("teams %+v, want acme's over_budget fit", teams)
+	}
+	for _, args := range [][]string{{"--member", "ada@acme.test", "--over-budget", "fit"}, {"--over-budget", "lower"}} {
+		if _, err := c.run(append([]string{"admin", "set-limits", "--team", "acme"}, args...)...); err == nil {
+			t.Errorf("set-limits %v: accepted", args)
+		}
+	}
+}

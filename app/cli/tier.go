@@ -11,8 +11,10 @@ import (
 )
 
 const tierUsage = `usage: tollgate admin tier <create|set|assign|list|delete> [flags]   (named limit presets of a team)
-  create  --team T --name N [limit flags as set-limits] [--weight 1..1000] [--auto-approve 20.00]
-  set     --team T --name N [limit flags] [--weight N] [--auto-approve D]   (flags not given keep their value; 0 removes)
+  create  --team T --name N [limit flags as set-limits] [--weight 1..1000] [--auto-approve 20.00] [--over-budget refuse|fit]
+  set     --team T --name N [limit flags] [--weight N] [--auto-approve D] [--over-budget refuse|fit]
+          (flags not given keep their value; 0 removes)
+          --over-budget fit: a request whose max_tokens does not fit the budget left is lowered to fit (at least 1024)
   assign  --team T --member E (--tier N | --none)
           (the member's own set-limits stay, and win over the tier's: set-limits --member E --rate 0 gives back the tier's)
   list    --team T
@@ -44,8 +46,13 @@ func tierWrite(create bool) func(context.Context, *adminCmd, []string) error {
 		changeFlags := limitFlags(c)
 		weight := c.flags.Int64("weight", 1, "share under contention, 1 to 1000")
 		autoApprove := c.flags.String("auto-approve", "0", "budget requests approved at once per member and period, up to this many dollars")
+		overBudget := c.flags.String("over-budget", "refuse", "a request that does not fit the budget left: refuse, or fit (lower its max_tokens)")
 		if err := c.parse(args, "team", "name"); err != nil {
 			return err
+		}
+		over, err := store.ParseOverBudget(*overBudget)
+		if err != nil {
+			return usagef("%s: --over-budget: must be refuse or fit, not %q", c.flags.Name(), *overBudget)
 		}
 		change, err := changeFlags()
 		if err != nil {
@@ -67,6 +74,8 @@ func tierWrite(create bool) func(context.Context, *adminCmd, []string) error {
 					tr.Weight = *weight
 				case "auto-approve":
 					tr.AutoApprove = ceiling
+				case "over-budget":
+					tr.OverBudget = over
 				}
 			})
 			return tr
@@ -89,6 +98,9 @@ func describeTier(tr store.Tier) string {
 	s := fmt.Sprintf("%s, weight %d", describeLimits(tr.Limits), tr.Weight)
 	if tr.AutoApprove > 0 {
 		s += fmt.Sprintf(", auto-approves up to $%s per period", store.FormatDollars(tr.AutoApprove))
+	}
+	if tr.OverBudget == store.OverBudgetFit {
+		s += ", fits requests to the budget left"
 	}
 	return s
 }

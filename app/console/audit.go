@@ -100,6 +100,7 @@ var auditActionLabels = map[string]string{
 	store.ActionMemberRole:        "Role changed",
 	store.ActionMemberLimits:      "Member limits",
 	store.ActionTeamLimits:        "Team limits",
+	store.ActionTeamOverBudget:    "Over-budget requests",
 	store.ActionKeyIssue:          "Key issued",
 	store.ActionKeyRotate:         "Key rotated",
 	store.ActionKeyRevoke:         "Key revoked",
@@ -317,6 +318,17 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 			who = "anyone it allows (" + m.JoinPolicy + ")"
 		}
 		return fmt.Sprintf("set sign-in with %s (%s, client %s) %s, letting in %s", m.DisplayName, m.Kind, m.ClientID, state, who), nil
+	case store.ActionTeamOverBudget:
+		var after struct {
+			O store.OverBudget `json:"over_budget"`
+		}
+		if err := decode(e.After, &after); err != nil {
+			return "", err
+		}
+		if after.O == store.OverBudgetFit {
+			return "set requests that do not fit the budget left to be lowered to fit, for members in no tier", nil
+		}
+		return "set requests that do not fit the budget left to be refused, for members in no tier", nil
 	case store.ActionPasswordSignIn:
 		var after struct {
 			On bool `json:"password_sign_in"`
@@ -347,6 +359,10 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 		if before.AutoApprove != after.AutoApprove {
 			changes = append(changes, change{name: "auto-approve ceiling", from: "$" + store.FormatDollars(before.AutoApprove),
 				to: "$" + store.FormatDollars(after.AutoApprove)})
+		}
+		if before.OverBudget != after.OverBudget {
+			changes = append(changes, change{name: "over budget", from: string(cmp.Or(before.OverBudget, store.OverBudgetRefuse)),
+				to: string(after.OverBudget)})
 		}
 		return setPhrase("the tier "+e.Target+"'s", "limits", changes), nil
 	case store.ActionTierDelete:

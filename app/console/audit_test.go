@@ -89,6 +89,7 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	must(e.st.CreateTier(ctx, by, o.TeamID, store.Tier{Name: "core", Weight: 2, AutoApprove: 1_000_000,
 		Limits: store.Limits{Budget: &budget, RatePeriod: time.Second}}))
 	must(e.st.ChangeTier(ctx, by, o.TeamID, "core", func(tr store.Tier) store.Tier { tr.Weight = 4; return tr }))
+	must(e.st.SetTeamOverBudget(ctx, by, o.TeamID, store.OverBudgetFit))
 	must(e.st.AssignTier(ctx, by, o.TeamID, ada.ID, "core"))
 	auto, err := e.st.RequestBudget(ctx, store.MemberActor(ada.ID), o.TeamID, ada.ID, 1_000_000, "eval run")
 	must(auto, err)

@@ -74,7 +74,8 @@ func (c *Console) showTier(w http.ResponseWriter, r *http.Request) {
 }
 
 func tierForm(t store.Tier) views.TierEdit {
-	f := views.TierEdit{Name: t.Name, Members: t.Members, Limits: limitsForm(t.Limits), Weight: strconv.FormatInt(t.Weight, 10)}
+	f := views.TierEdit{Name: t.Name, Members: t.Members, Limits: limitsForm(t.Limits), Weight: strconv.FormatInt(t.Weight, 10),
+		OverBudget: string(t.OverBudget)}
 	if t.AutoApprove > 0 {
 		f.AutoApprove = store.FormatDollars(t.AutoApprove)
 	}
@@ -89,7 +90,7 @@ func (c *Console) renderTier(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (c *Console) setTier(w http.ResponseWriter, r *http.Request) {
-	form, err := readForm(w, r, append([]string{"weight", "auto_approve"}, limitFields...)...)
+	form, err := readForm(w, r, append([]string{"weight", "auto_approve", "over_budget"}, limitFields...)...)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -101,7 +102,8 @@ func (c *Console) setTier(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	posted := views.TierEdit{Limits: postedLimitsForm(form), Weight: form.Get("weight"), AutoApprove: form.Get("auto_approve")}
+	posted := views.TierEdit{Limits: postedLimitsForm(form), Weight: form.Get("weight"), AutoApprove: form.Get("auto_approve"),
+		OverBudget: form.Get("over_budget")}
 	l, msg := parseLimits(form)
 	weight, werr := strconv.ParseInt(strings.TrimSpace(form.Get("weight")), 10, 64)
 	if msg == "" && werr != nil {
@@ -113,9 +115,13 @@ func (c *Console) setTier(w http.ResponseWriter, r *http.Request) {
 			msg = "Auto-approve: " + err.Error() + "."
 		}
 	}
+	over, oerr := store.ParseOverBudget(form.Get("over_budget"))
+	if msg == "" && oerr != nil {
+		msg = "When a request does not fit: choose refuse or fit."
+	}
 	if msg == "" {
 		_, err = c.st.ChangeTier(ctx, v.actor(), v.team.ID, t.Name, func(tr store.Tier) store.Tier {
-			tr.Limits, tr.Weight, tr.AutoApprove = l, weight, ceiling
+			tr.Limits, tr.Weight, tr.AutoApprove, tr.OverBudget = l, weight, ceiling, over
 			return tr
 		})
 		msg = validation(err)

@@ -201,6 +201,7 @@ type Team struct {
 	TokensPerMinute *int64
 	PasswordSignIn  bool
 	DefaultTierID   *int64
+	OverBudget      string
 }
 
 type TeamCounter struct {
@@ -240,4 +241,5 @@ type Tier struct {
 	AutoApproveMicros int64
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	OverBudget        string
 }

@@ -238,7 +238,7 @@ func (q *Queries) SSOUpsert(ctx context.Context, db DBTX, arg SSOUpsertParams) (
 }
 
 const teamSetPasswordSignIn = `-- name: TeamSetPasswordSignIn :one
-UPDATE team SET password_sign_in = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id
+UPDATE team SET password_sign_in = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget
 `
 
 type TeamSetPasswordSignInParams struct {
@@ -263,6 +263,7 @@ func (q *Queries) TeamSetPasswordSignIn(ctx context.Context, db DBTX, arg TeamSe
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }

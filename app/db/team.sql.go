@@ -10,7 +10,7 @@ import (
 )
 
 const teamCreate = `-- name: TeamCreate :one
-INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id
+INSERT INTO team (name) VALUES ($1) RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget
 `
 
 func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -30,12 +30,13 @@ func (q *Queries) TeamCreate(ctx context.Context, db DBTX, name string) (Team, e
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamGetByID = `-- name: TeamGetByID :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id FROM team WHERE id = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget FROM team WHERE id = $1
 `
 
 func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, error) {
@@ -55,12 +56,13 @@ func (q *Queries) TeamGetByID(ctx context.Context, db DBTX, id int64) (Team, err
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamGetByName = `-- name: TeamGetByName :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id FROM team WHERE name = $1
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget FROM team WHERE name = $1
 `
 
 func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team, error) {
@@ -80,12 +82,13 @@ func (q *Queries) TeamGetByName(ctx context.Context, db DBTX, name string) (Team
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamList = `-- name: TeamList :many
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id FROM team ORDER BY id
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget FROM team ORDER BY id
 `
 
 func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
@@ -111,6 +114,7 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 			&i.TokensPerMinute,
 			&i.PasswordSignIn,
 			&i.DefaultTierID,
+			&i.OverBudget,
 		); err != nil {
 			return nil, err
 		}
@@ -123,7 +127,7 @@ func (q *Queries) TeamList(ctx context.Context, db DBTX) ([]Team, error) {
 }
 
 const teamLock = `-- name: TeamLock :one
-SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id FROM team WHERE id = $1 FOR UPDATE
+SELECT id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget FROM team WHERE id = $1 FOR UPDATE
 `
 
 // Reads a team for a change of its limits: a concurrent change waits here, then
@@ -145,12 +149,13 @@ func (q *Queries) TeamLock(ctx context.Context, db DBTX, id int64) (Team, error)
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const teamSetDefaultTier = `-- name: TeamSetDefaultTier :one
-UPDATE team SET default_tier_id = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id
+UPDATE team SET default_tier_id = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget
 `
 
 type TeamSetDefaultTierParams struct {
@@ -175,6 +180,7 @@ func (q *Queries) TeamSetDefaultTier(ctx context.Context, db DBTX, arg TeamSetDe
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }
@@ -184,7 +190,7 @@ UPDATE team SET rate_algorithm = $1, rate_limit = $2,
     rate_period_ms = $3, rate_burst = $4, concurrency = $5,
     tokens_per_minute = $6, budget_micros = $7, budget_period = $8
 WHERE id = $9
-RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id
+RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget
 `
 
 type TeamSetLimitsParams struct {
@@ -226,6 +232,38 @@ func (q *Queries) TeamSetLimits(ctx context.Context, db DBTX, arg TeamSetLimitsP
 		&i.TokensPerMinute,
 		&i.PasswordSignIn,
 		&i.DefaultTierID,
+		&i.OverBudget,
+	)
+	return i, err
+}
+
+const teamSetOverBudget = `-- name: TeamSetOverBudget :one
+UPDATE team SET over_budget = $1 WHERE id = $2 RETURNING id, name, budget_micros, budget_period, created_at, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, password_sign_in, default_tier_id, over_budget
+`
+
+type TeamSetOverBudgetParams struct {
+	OverBudget string
+	ID         int64
+}
+
+func (q *Queries) TeamSetOverBudget(ctx context.Context, db DBTX, arg TeamSetOverBudgetParams) (Team, error) {
+	row := db.QueryRow(ctx, teamSetOverBudget, arg.OverBudget, arg.ID)
+	var i Team
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.BudgetMicros,
+		&i.BudgetPeriod,
+		&i.CreatedAt,
+		&i.RateAlgorithm,
+		&i.RateLimit,
+		&i.RatePeriodMs,
+		&i.RateBurst,
+		&i.Concurrency,
+		&i.TokensPerMinute,
+		&i.PasswordSignIn,
+		&i.DefaultTierID,
+		&i.OverBudget,
 	)
 	return i, err
 }

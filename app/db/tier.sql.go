@@ -40,10 +40,10 @@ func (q *Queries) MemberSetTier(ctx context.Context, db DBTX, arg MemberSetTierP
 
 const tierCreate = `-- name: TierCreate :one
 INSERT INTO tier (team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency,
-    tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros)
+    tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, over_budget)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, $12)
-RETURNING id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at
+    $8, $9, $10, $11, $12, $13)
+RETURNING id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at, over_budget
 `
 
 type TierCreateParams struct {
@@ -59,6 +59,7 @@ type TierCreateParams struct {
 	BudgetPeriod      string
 	Weight            int64
 	AutoApproveMicros int64
+	OverBudget        string
 }
 
 func (q *Queries) TierCreate(ctx context.Context, db DBTX, arg TierCreateParams) (Tier, error) {
@@ -75,6 +76,7 @@ func (q *Queries) TierCreate(ctx context.Context, db DBTX, arg TierCreateParams)
 		arg.BudgetPeriod,
 		arg.Weight,
 		arg.AutoApproveMicros,
+		arg.OverBudget,
 	)
 	var i Tier
 	err := row.Scan(
@@ -93,6 +95,7 @@ func (q *Queries) TierCreate(ctx context.Context, db DBTX, arg TierCreateParams)
 		&i.AutoApproveMicros,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OverBudget,
 	)
 	return i, err
 }
@@ -115,7 +118,7 @@ func (q *Queries) TierDelete(ctx context.Context, db DBTX, arg TierDeleteParams)
 }
 
 const tierGetByID = `-- name: TierGetByID :one
-SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at FROM tier WHERE team_id = $1 AND id = $2
+SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at, over_budget FROM tier WHERE team_id = $1 AND id = $2
 `
 
 type TierGetByIDParams struct {
@@ -142,12 +145,13 @@ func (q *Queries) TierGetByID(ctx context.Context, db DBTX, arg TierGetByIDParam
 		&i.AutoApproveMicros,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const tierGetByName = `-- name: TierGetByName :one
-SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at FROM tier WHERE team_id = $1 AND name = $2
+SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at, over_budget FROM tier WHERE team_id = $1 AND name = $2
 `
 
 type TierGetByNameParams struct {
@@ -174,12 +178,13 @@ func (q *Queries) TierGetByName(ctx context.Context, db DBTX, arg TierGetByNameP
 		&i.AutoApproveMicros,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OverBudget,
 	)
 	return i, err
 }
 
 const tierList = `-- name: TierList :many
-SELECT t.id, t.team_id, t.name, t.rate_algorithm, t.rate_limit, t.rate_period_ms, t.rate_burst, t.concurrency, t.tokens_per_minute, t.budget_micros, t.budget_period, t.weight, t.auto_approve_micros, t.created_at, t.updated_at, (SELECT count(*) FROM member m WHERE m.tier_id = t.id)::bigint AS members
+SELECT t.id, t.team_id, t.name, t.rate_algorithm, t.rate_limit, t.rate_period_ms, t.rate_burst, t.concurrency, t.tokens_per_minute, t.budget_micros, t.budget_period, t.weight, t.auto_approve_micros, t.created_at, t.updated_at, t.over_budget, (SELECT count(*) FROM member m WHERE m.tier_id = t.id)::bigint AS members
 FROM tier t WHERE t.team_id = $1 ORDER BY t.name
 `
 
@@ -199,6 +204,7 @@ type TierListRow struct {
 	AutoApproveMicros int64
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	OverBudget        string
 	Members           int64
 }
 
@@ -227,6 +233,7 @@ func (q *Queries) TierList(ctx context.Context, db DBTX, teamID int64) ([]TierLi
 			&i.AutoApproveMicros,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OverBudget,
 			&i.Members,
 		); err != nil {
 			return nil, err
@@ -240,7 +247,7 @@ func (q *Queries) TierList(ctx context.Context, db DBTX, teamID int64) ([]TierLi
 }
 
 const tierListAll = `-- name: TierListAll :many
-SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at FROM tier
+SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at, over_budget FROM tier
 `
 
 // For the config snapshot.
@@ -269,6 +276,7 @@ func (q *Queries) TierListAll(ctx context.Context, db DBTX) ([]Tier, error) {
 			&i.AutoApproveMicros,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OverBudget,
 		); err != nil {
 			return nil, err
 		}
@@ -281,7 +289,7 @@ func (q *Queries) TierListAll(ctx context.Context, db DBTX) ([]Tier, error) {
 }
 
 const tierLockByName = `-- name: TierLockByName :one
-SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at FROM tier WHERE team_id = $1 AND name = $2 FOR UPDATE
+SELECT id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at, over_budget FROM tier WHERE team_id = $1 AND name = $2 FOR UPDATE
 `
 
 type TierLockByNameParams struct {
@@ -309,6 +317,7 @@ func (q *Queries) TierLockByName(ctx context.Context, db DBTX, arg TierLockByNam
 		&i.AutoApproveMicros,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OverBudget,
 	)
 	return i, err
 }
@@ -333,9 +342,9 @@ const tierUpdate = `-- name: TierUpdate :one
 UPDATE tier SET rate_algorithm = $1, rate_limit = $2, rate_period_ms = $3,
     rate_burst = $4, concurrency = $5, tokens_per_minute = $6,
     budget_micros = $7, budget_period = $8, weight = $9,
-    auto_approve_micros = $10, updated_at = now()
-WHERE team_id = $11 AND id = $12
-RETURNING id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at
+    auto_approve_micros = $10, over_budget = $11, updated_at = now()
+WHERE team_id = $12 AND id = $13
+RETURNING id, team_id, name, rate_algorithm, rate_limit, rate_period_ms, rate_burst, concurrency, tokens_per_minute, budget_micros, budget_period, weight, auto_approve_micros, created_at, updated_at, over_budget
 `
 
 type TierUpdateParams struct {
@@ -349,6 +358,7 @@ type TierUpdateParams struct {
 	BudgetPeriod      string
 	Weight            int64
 	AutoApproveMicros int64
+	OverBudget        string
 	TeamID            int64
 	ID                int64
 }
@@ -365,6 +375,7 @@ func (q *Queries) TierUpdate(ctx context.Context, db DBTX, arg TierUpdateParams)
 		arg.BudgetPeriod,
 		arg.Weight,
 		arg.AutoApproveMicros,
+		arg.OverBudget,
 		arg.TeamID,
 		arg.ID,
 	)
@@ -385,6 +396,7 @@ func (q *Queries) TierUpdate(ctx context.Context, db DBTX, arg TierUpdateParams)
 		&i.AutoApproveMicros,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OverBudget,
 	)
 	return i, err
 }

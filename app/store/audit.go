@@ -16,6 +16,7 @@ import (
 const (
 	ActionTeamCreate        = "team.create"
 	ActionTeamLimits        = "team.limits"
+	ActionTeamOverBudget    = "team.over_budget"
 	ActionMemberAdd         = "member.add"
 	ActionMemberStatus      = "member.status"
 	ActionMemberRole        = "member.role"
@@ -58,7 +59,7 @@ func AuditActions() []string {
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,
 		ActionTierCreate, ActionTierUpdate, ActionTierDelete, ActionMemberTier, ActionTeamDefaultTier, ActionBudgetRequest, ActionBudgetApprove,
-		ActionBudgetAutoApprove, ActionBudgetDecline}
+		ActionBudgetAutoApprove, ActionBudgetDecline, ActionTeamOverBudget}
 }
 
 // AuditEntry is one recorded state change.

@@ -23,6 +23,7 @@ var auditedWriters = map[string]string{
 	"SetMemberRole":        "member.role",
 	"SetMemberLimits":      "member.limits",
 	"SetTeamLimits":        "team.limits",
+	"SetTeamOverBudget":    "team.over_budget",
 	"ChangeMemberLimits":   "member.limits",
 	"ChangeTeamLimits":     "team.limits",
 	"AddRoute":             "route.add",
@@ -130,6 +131,7 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	raise := func(l store.Limits) store.Limits { l.Concurrency++; return l }
 	check("ChangeMemberLimits", func() { must(f.st.ChangeMemberLimits(ctx, actor, f.team.ID, bob.ID, raise))(t) })
 	check("ChangeTeamLimits", func() { must(f.st.ChangeTeamLimits(ctx, actor, f.team.ID, raise))(t) })
+	check("SetTeamOverBudget", func() { must(f.st.SetTeamOverBudget(ctx, actor, f.team.ID, store.OverBudgetFit))(t) })
 	var route store.Route
 	check("AddRoute", func() {
 		route = must(f.st.AddRoute(ctx, actor, store.RouteSpec{TeamID: f.team.ID, Preset: "openai", UpstreamURL: "http://127.0.0.1:1"}))(t)

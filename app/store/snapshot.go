@@ -78,9 +78,21 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		}
 		tierLimits := make(map[int64]Limits, len(tierRows))
 		tierWeights := make(map[int64]int64, len(tierRows))
+		tierFits := make(map[int64]bool, len(tierRows))
 		for _, t := range tierRows {
 			tier := tierFrom(t)
-			tierLimits[t.ID], tierWeights[t.ID] = tier.Limits, tier.Weight
+			tierLimits[t.ID], tierWeights[t.ID], tierFits[t.ID] = tier.Limits, tier.Weight, tier.OverBudget == OverBudgetFit
+		}
+		teamFits := make(map[int64]bool, len(teamRows))
+		for _, t := range teamRows {
+			teamFits[t.ID] = t.OverBudget == string(OverBudgetFit)
+		}
+		// A tier's choice binds its members; the team's, the members in no tier.
+		fits := func(m db.MemberListAllRow) bool {
+			if m.TierID != nil {
+				return tierFits[*m.TierID]
+			}
+			return teamFits[m.TeamID]
 		}
 		weight := func(m db.MemberListAllRow) int64 {
 			if m.TierID != nil && tierWeights[*m.TierID] > 0 {
@@ -104,7 +116,7 @@ func (s *Store) Snapshot(ctx context.Context, log *slog.Logger) (*proxy.Snapshot
 		members := make([]proxy.Member, len(memberRows))
 		for i, m := range memberRows {
 			members[i] = proxy.Member{ID: m.ID, TeamID: m.TeamID, Email: m.Email, Disabled: m.Status != StatusActive, Limits: memberPolicy(m),
-				Weight: weight(m)}
+				Weight: weight(m), FitHolds: fits(m)}
 		}
 		extraTargets := make(map[int64][]db.RouteTarget)
 		for _, t := range targetRows {

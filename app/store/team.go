@@ -19,10 +19,40 @@ type Team struct {
 	CreatedAt time.Time `json:"created_at"`
 	// PasswordSignIn is false when the team signs in through SSO only.
 	PasswordSignIn bool `json:"password_sign_in"`
+	// OverBudget is what happens to the request of a member in no tier whose worst
+	// case does not fit the budget left (a tier says it for its members).
+	OverBudget OverBudget `json:"over_budget"`
 }
 
 func teamFrom(t db.Team) Team {
-	return Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, PasswordSignIn: t.PasswordSignIn}
+	return Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, PasswordSignIn: t.PasswordSignIn, OverBudget: OverBudget(t.OverBudget)}
+}
+
+// SetTeamOverBudget sets what happens to the requests of members in no tier whose
+// worst case does not fit the budget left.
+func (s *Store) SetTeamOverBudget(ctx context.Context, actor Actor, teamID int64, o OverBudget) (Team, error) {
+	o, err := ParseOverBudget(string(o))
+	if err != nil {
+		return Team{}, err
+	}
+	var t Team
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		before, err := s.q.TeamLock(ctx, tx, teamID)
+		if err != nil {
+			return mapErr(err)
+		}
+		row, err := s.q.TeamSetOverBudget(ctx, tx, db.TeamSetOverBudgetParams{ID: teamID, OverBudget: string(o)})
+		if err != nil {
+			return mapErr(err)
+		}
+		t = teamFrom(row)
+		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionTeamOverBudget, target: t.Name,
+			before: map[string]string{"over_budget": before.OverBudget}, after: map[string]string{"over_budget": string(o)}})
+	})
+	if err != nil {
+		return Team{}, fmt.Errorf("store: set team %d over budget: %w", teamID, err)
+	}
+	return t, nil
 }
 
 var teamName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)

@@ -25,22 +25,48 @@ type Tier struct {
 	// AutoApprove is, in micro-dollars, how much a member of the tier may be
 	// granted per budget period by auto-approved requests; 0: none.
 	AutoApprove int64 `json:"auto_approve_micros"`
+	// OverBudget is what happens to a member's request whose worst case does not
+	// fit the budget left: refuse it, or lower its output cap to fit.
+	OverBudget OverBudget `json:"over_budget"`
 	// Members counts the members assigned (set by Tiers only).
 	Members   int64     `json:"members"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// OverBudget is what a tier (or a team, for members in no tier) does with a
+// request whose worst case does not fit the budget left.
+type OverBudget string
+
+const (
+	OverBudgetRefuse OverBudget = "refuse" // 402, saying what the request would hold
+	// OverBudgetFit lowers the request's output cap to what the budget left covers
+	// (at least proxy.FitFloorTokens) and forwards it.
+	OverBudgetFit OverBudget = "fit"
+)
+
+// ParseOverBudget reads "refuse" or "fit"; "" is refuse.
+func ParseOverBudget(s string) (OverBudget, error) {
+	switch o := OverBudget(s); o {
+	case "":
+		return OverBudgetRefuse, nil
+	case OverBudgetRefuse, OverBudgetFit:
+		return o, nil
+	}
+	return "", invalid("over_budget", "over budget must be %q or %q, not %q", OverBudgetRefuse, OverBudgetFit, s)
 }
 
 // MaxTierWeight bounds a tier's weight (the schema checks it too).
 const MaxTierWeight = 1000
 
 func tierFrom(t db.Tier) Tier {
-	return Tier{ID: t.ID, TeamID: t.TeamID, Name: t.Name, Weight: t.Weight, AutoApprove: t.AutoApproveMicros, UpdatedAt: t.UpdatedAt,
+	return Tier{ID: t.ID, TeamID: t.TeamID, Name: t.Name, Weight: t.Weight, AutoApprove: t.AutoApproveMicros,
+		OverBudget: OverBudget(t.OverBudget), UpdatedAt: t.UpdatedAt,
 		Limits: limitRow{t.RateAlgorithm, t.RateLimit, t.RatePeriodMs, t.RateBurst, t.Concurrency, t.TokensPerMinute, t.BudgetMicros, t.BudgetPeriod}.limits()}
 }
 
 // NewTier is what a tier starts as: no limits, weight 1, no auto-approval.
 func NewTier(name string) Tier {
-	return Tier{Name: name, Limits: NoLimits(), Weight: 1}
+	return Tier{Name: name, Limits: NoLimits(), Weight: 1, OverBudget: OverBudgetRefuse}
 }
 
 func (t Tier) check() (Tier, error) {
@@ -53,6 +79,10 @@ func (t Tier) check() (Tier, error) {
 	}
 	if !teamName.MatchString(t.Name) {
 		return t, invalid("name", "tier name %q must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit", t.Name)
+	}
+	var err error
+	if t.OverBudget, err = ParseOverBudget(string(t.OverBudget)); err != nil {
+		return t, err
 	}
 	if t.Weight < 1 || t.Weight > MaxTierWeight {
 		return t, invalid("weight", "weight must be from 1 to %d, not %d", MaxTierWeight, t.Weight)
@@ -100,7 +130,7 @@ func (s *Store) insertTier(ctx context.Context, tx pgx.Tx, teamID int64, t Tier)
 	row, err := s.q.TierCreate(ctx, tx, db.TierCreateParams{TeamID: teamID, Name: t.Name, RateAlgorithm: l.RateAlgorithm,
 		RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
 		Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute), BudgetMicros: l.Budget,
-		BudgetPeriod: l.BudgetPeriod, Weight: t.Weight, AutoApproveMicros: t.AutoApprove})
+		BudgetPeriod: l.BudgetPeriod, Weight: t.Weight, AutoApproveMicros: t.AutoApprove, OverBudget: string(t.OverBudget)})
 	if err != nil {
 		return Tier{}, mapErr(err)
 	}
@@ -128,7 +158,8 @@ func (s *Store) ChangeTier(ctx context.Context, actor Actor, teamID int64, name 
 		row, err = s.q.TierUpdate(ctx, tx, db.TierUpdateParams{TeamID: teamID, ID: before.ID, RateAlgorithm: l.RateAlgorithm,
 			RateLimit: orNull(l.RateLimit), RatePeriodMs: l.RatePeriod.Milliseconds(), RateBurst: orNull(l.RateBurst),
 			Concurrency: orNull(l.Concurrency), TokensPerMinute: orNull(l.TokensPerMinute), BudgetMicros: l.Budget,
-			BudgetPeriod: l.BudgetPeriod, Weight: after.Weight, AutoApproveMicros: after.AutoApprove})
+			BudgetPeriod: l.BudgetPeriod, Weight: after.Weight, AutoApproveMicros: after.AutoApprove,
+			OverBudget: string(after.OverBudget)})
 		if err != nil {
 			return mapErr(err)
 		}
@@ -184,7 +215,7 @@ func tierFromListRow(r db.TierListRow) Tier {
 	t := tierFrom(db.Tier{ID: r.ID, TeamID: r.TeamID, Name: r.Name, RateAlgorithm: r.RateAlgorithm, RateLimit: r.RateLimit,
 		RatePeriodMs: r.RatePeriodMs, RateBurst: r.RateBurst, Concurrency: r.Concurrency, TokensPerMinute: r.TokensPerMinute,
 		BudgetMicros: r.BudgetMicros, BudgetPeriod: r.BudgetPeriod, Weight: r.Weight, AutoApproveMicros: r.AutoApproveMicros,
-		UpdatedAt: r.UpdatedAt})
+		OverBudget: r.OverBudget, UpdatedAt: r.UpdatedAt})
 	t.Members = r.Members
 	return t
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 )
 
 // InjectIncludeUsage makes a streamed OpenAI chat (or completions) request ask for the
@@ -124,4 +126,37 @@ func splice(body []byte, start, end int, s string) []byte {
 	out = append(out, body[:start]...)
 	out = append(out, s...)
 	return append(out, body[end:]...)
+}
+
+// LowerOutputCap sets each of fields that the body's top-level object has to at
+// most limit, leaving every other byte as it was; with none of them present it adds
+// the first. The gateway lowers an output cap to fit what a budget has left.
+func LowerOutputCap(body []byte, fields []string, limit int64) ([]byte, error) {
+	top, err := parseObject(body, 0)
+	if err != nil {
+		return nil, fmt.Errorf("usage: output cap: %w", err)
+	}
+	value := strconv.FormatInt(limit, 10)
+	var found []*member
+	for _, f := range fields {
+		m, err := top.only(f)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			found = append(found, m)
+		}
+	}
+	if len(found) == 0 {
+		return top.insert(body, strconv.Quote(fields[0])+":"+value), nil
+	}
+	// Later values first, so that the earlier offsets still hold.
+	slices.SortFunc(found, func(a, b *member) int { return b.start - a.start })
+	for _, m := range found {
+		if n, err := strconv.ParseInt(string(m.value(body)), 10, 64); err == nil && n <= limit {
+			continue
+		}
+		body = splice(body, m.start, m.end, value)
+	}
+	return body, nil
 }

@@ -135,6 +135,24 @@ func (e LimitsInputRateAlgorithm) Valid() bool {
 	}
 }
 
+// Defines values for NewTierOverBudget.
+const (
+	NewTierOverBudgetFit    NewTierOverBudget = "fit"
+	NewTierOverBudgetRefuse NewTierOverBudget = "refuse"
+)
+
+// Valid indicates whether the value is a known member of the NewTierOverBudget enum.
+func (e NewTierOverBudget) Valid() bool {
+	switch e {
+	case NewTierOverBudgetFit:
+		return true
+	case NewTierOverBudgetRefuse:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RouteSpecDialect.
 const (
 	RouteSpecDialectAnthropic RouteSpecDialect = "anthropic"
@@ -204,6 +222,42 @@ func (e SetMemberRoleRequestRole) Valid() bool {
 	case SetMemberRoleRequestRoleMember:
 		return true
 	case SetMemberRoleRequestRoleOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TierOverBudget.
+const (
+	TierOverBudgetFit    TierOverBudget = "fit"
+	TierOverBudgetRefuse TierOverBudget = "refuse"
+)
+
+// Valid indicates whether the value is a known member of the TierOverBudget enum.
+func (e TierOverBudget) Valid() bool {
+	switch e {
+	case TierOverBudgetFit:
+		return true
+	case TierOverBudgetRefuse:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TierSettingsOverBudget.
+const (
+	TierSettingsOverBudgetFit    TierSettingsOverBudget = "fit"
+	TierSettingsOverBudgetRefuse TierSettingsOverBudget = "refuse"
+)
+
+// Valid indicates whether the value is a known member of the TierSettingsOverBudget enum.
+func (e TierSettingsOverBudget) Valid() bool {
+	switch e {
+	case TierSettingsOverBudgetFit:
+		return true
+	case TierSettingsOverBudgetRefuse:
 		return true
 	default:
 		return false
@@ -536,9 +590,15 @@ type NewTier struct {
 	// Name Lower-case letters, digits and dashes.
 	Name string `json:"name"`
 
+	// OverBudget A request whose worst case does not fit the budget left: refuse (402), or fit: lower its output cap to what is left (at least 1024 tokens) and forward it. New tiers refuse.
+	OverBudget *NewTierOverBudget `json:"over_budget,omitempty"`
+
 	// Weight Share under contention (for the fair waiting room).
 	Weight *int64 `json:"weight,omitempty"`
 }
+
+// NewTierOverBudget A request whose worst case does not fit the budget left: refuse (402), or fit: lower its output cap to what is left (at least 1024 tokens) and forward it. New tiers refuse.
+type NewTierOverBudget string
 
 // Price defines model for Price.
 type Price struct {
@@ -736,9 +796,15 @@ type Tier struct {
 	// Name Lower-case letters, digits and dashes.
 	Name string `json:"name"`
 
+	// OverBudget A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it.
+	OverBudget TierOverBudget `json:"over_budget"`
+
 	// Weight Share under contention (for the fair waiting room).
 	Weight int64 `json:"weight"`
 }
+
+// TierOverBudget A request whose worst case does not fit the budget left: refuse it (402), or fit: lower its output cap (max_tokens, max_completion_tokens, max_output_tokens) to what is left, at least 1024 tokens, and forward it.
+type TierOverBudget string
 
 // TierSettings defines model for TierSettings.
 type TierSettings struct {
@@ -753,9 +819,15 @@ type TierSettings struct {
 	// Limits The tier's member limits; a member's own limits win over them.
 	Limits *LimitsInput `json:"limits,omitempty"`
 
+	// OverBudget A request whose worst case does not fit the budget left: refuse (402), or fit: lower its output cap to what is left (at least 1024 tokens) and forward it. New tiers refuse.
+	OverBudget *TierSettingsOverBudget `json:"over_budget,omitempty"`
+
 	// Weight Share under contention (for the fair waiting room).
 	Weight *int64 `json:"weight,omitempty"`
 }
+
+// TierSettingsOverBudget A request whose worst case does not fit the budget left: refuse (402), or fit: lower its output cap to what is left (at least 1024 tokens) and forward it. New tiers refuse.
+type TierSettingsOverBudget string
 
 // TiersOutBody defines model for TiersOutBody.
 type TiersOutBody struct {

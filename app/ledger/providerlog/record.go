@@ -47,4 +47,7 @@ type Record struct {
 	APIKeyHeader string      `json:"api_key_header"`
 	Headers      http.Header `json:"headers"`
 	BodyBytes    int         `json:"body_bytes"`
+	// Body is the request body as sent, for tests that check what the gateway
+	// forwarded (the mock only; never written to the provider log).
+	Body []byte `json:"-"`
 }

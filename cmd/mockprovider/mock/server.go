@@ -132,7 +132,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := s.begin(w, r)
 	defer x.commit()
 	body, err := io.ReadAll(r.Body)
-	x.rec.BodyBytes = len(body) // as sent, before any inflating
+	x.rec.BodyBytes, x.rec.Body = len(body), body // as sent, before any inflating
 	if err == nil && r.Header.Get("Content-Encoding") == "gzip" {
 		body, err = gunzip(body)
 	}
