@@ -59,7 +59,7 @@ var operations = map[string]operationCase{
 	"GET /api/v1/tiers":                         {access: api.AccessRead},
 	"POST /api/v1/tiers":                        {access: api.AccessOwner, body: map[string]any{"name": "bots", "weight": 3, "limits": map[string]any{"concurrency": 2}}},
 	"GET /api/v1/tiers/{name}":                  {access: api.AccessRead},
-	"PUT /api/v1/tiers/{name}":                  {access: api.AccessOwner, body: map[string]any{"limits": fullLimits, "weight": 1, "auto_approve_micros": 1_000_000}},
+	"PUT /api/v1/tiers/{name}":                  {access: api.AccessOwner, body: map[string]any{"limits": fullLimits, "weight": 1, "auto_approve_micros": 1_000_000, "over_budget": "refuse"}},
 	"PATCH /api/v1/tiers/{name}":                {access: api.AccessOwner, body: map[string]any{"limits": map[string]any{"rate_limit": 5}, "auto_approve_usd": "1.00"}},
 	"DELETE /api/v1/tiers/{name}":               {access: api.AccessOwner},
 	"PUT /api/v1/members/{id}/tier":             {access: api.AccessOwner, body: map[string]any{"tier": "core"}},

@@ -151,10 +151,10 @@ func TestLimitsPutNamesEveryField(t *testing.T) {
 			`"concurrency":null,"tokens_per_minute":null,"budget_period":"monthly"}`, []string{"body.budget_micros"}},
 		{"TeamEmpty", "/api/v1/limits", `{}`, []string{"body.rate_algorithm", "body.rate_limit", "body.rate_period_ms", "body.rate_burst",
 			"body.concurrency", "body.tokens_per_minute", "body.budget_micros", "body.budget_period"}},
-		{"TierLimitsPartial", "/api/v1/tiers/core", `{"limits":{"rate_limit":5},"weight":1}`, []string{"body.auto_approve_micros",
+		{"TierLimitsPartial", "/api/v1/tiers/core", `{"limits":{"rate_limit":5},"weight":1}`, []string{"body.auto_approve_micros", "body.over_budget",
 			"body.limits.rate_algorithm", "body.limits.rate_period_ms", "body.limits.rate_burst", "body.limits.concurrency",
 			"body.limits.tokens_per_minute", "body.limits.budget_micros", "body.limits.budget_period"}},
-		{"TierNoLimits", "/api/v1/tiers/core", `{"weight":1,"auto_approve_usd":"1.00"}`, []string{"body.limits"}},
+		{"TierNoLimits", "/api/v1/tiers/core", `{"weight":1,"auto_approve_usd":"1.00"}`, []string{"body.limits", "body.over_budget"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := e.limitsAt(owner, member)

@@ -55,6 +55,9 @@ func TestRedisDownAtStartSaysSoOnceThenBack(t *testing.T) {
 	if down, back := countLogs(t, logs, "dependency down"), countLogs(t, logs, "dependency back"); down != 1 || back != 1 {
 		t.Errorf("%d down and %d back lines, want one each:\n%s", down, back, logs)
 	}
+	// Stopped while Redis answers: the default tier's budget leaves a settle to
+	// drain, which with Redis gone would take SHUTDOWN_TIMEOUT.
+	run.stop()
 }
 
 // countLogs counts the log lines with message msg, failing on a line that is
