@@ -61,4 +61,4 @@ loadtest: ## every load scenario on loopback (~10 min); tables printed, JSON und
 	$(GO) run ./loadtest
 
 loadtest-quick: ## every load scenario with short durations, a smoke run (~3 min)
-	$(GO) run ./loadtest -duration 5s -overhead-duration 3s -throughput-duration 2s -streams 50,300 -trials 10 -burst 3000 -fair-duration 10s -profile=false
+	$(GO) run ./loadtest -duration 5s -overhead-duration 3s -throughput-duration 2s -streams 50,300 -trials 10 -burst 3000 -fair-duration 10s -idle-duration 10s -profile=false

@@ -175,7 +175,9 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	}
 	m = metrics.New(metrics.Options{Snapshots: snaps, Ledger: lw, RedisStats: redisStats})
 	a.metrics = m
-	a.live = live.New(redisClient, live.Options{Prefix: cfg.RedisKeyPrefix, Logger: log})
+	// Reuse is just under the console's one-second push, so every open page of
+	// a team shares one read per second.
+	a.live = live.New(redisClient, live.Options{Prefix: cfg.RedisKeyPrefix, Logger: log, Reuse: 900 * time.Millisecond})
 	if err := a.startTracing(ctx, o.tracerProvider); err != nil {
 		a.Close()
 		return nil, err

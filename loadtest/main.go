@@ -1,7 +1,7 @@
 // Command loadtest runs tollgate's load scenarios on loopback and prints one table
 // per scenario; raw results go to loadtest/results/ (git-ignored) as JSON.
 //
-//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation,burst,storm,fair,runaway] [-duration 30s] ...
+//	go run ./loadtest [-scenario all|correctness,isolation,overhead,throughput,memory,propagation,burst,storm,fair,runaway,idle] [-duration 30s] ...
 //
 // Every scenario starts what it needs (its own database, Redis prefix, mock
 // provider, gateway processes and, for the comparisons, a bare ReverseProxy and
@@ -39,6 +39,7 @@ type options struct {
 	trials             int
 	burst              int
 	fairDuration       time.Duration
+	idleDuration       time.Duration
 	profile            bool
 	dbURL              string
 	redisURL           string
@@ -75,7 +76,7 @@ func main() {
 		}
 	}
 	var o options
-	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation, burst, storm, fair, runaway")
+	which := flag.String("scenario", "all", "all, or a comma-separated list of correctness, isolation, overhead, throughput, memory, propagation, burst, storm, fair, runaway, idle")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long each load phase of correctness and isolation runs (storm: 10s to 20s)")
 	flag.DurationVar(&o.overheadDuration, "overhead-duration", 20*time.Second, "overhead: load per path and request kind")
 	flag.IntVar(&o.rate, "rate", 1000, "overhead: requests per second, open loop")
@@ -84,6 +85,7 @@ func main() {
 	streams := flag.String("streams", "100,1000,5000", "memory: requests held in flight, comma-separated levels")
 	flag.IntVar(&o.trials, "trials", 100, "propagation: trials per kind of change")
 	flag.DurationVar(&o.fairDuration, "fair-duration", 60*time.Second, "fair: load under contention; runaway: all its rounds together")
+	flag.DurationVar(&o.idleDuration, "idle-duration", 60*time.Second, "idle: how long each level of open dashboards is measured")
 	flag.IntVar(&o.burst, "burst", 20000, "burst: requests released at once")
 	flag.BoolVar(&o.profile, "profile", true, "overhead: take CPU profiles of the gateway under the load afterwards")
 	flag.StringVar(&o.dbURL, "database", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "Postgres server (a database is created per scenario and dropped after)")
@@ -110,7 +112,7 @@ func main() {
 
 	scenarios := []scenario{{"correctness", correctness}, {"isolation", isolation}, {"overhead", overhead},
 		{"throughput", throughput}, {"memory", memory}, {"propagation", propagation}, {"burst", burst}, {"storm", storm},
-		{"fair", fair}, {"runaway", runaway}}
+		{"fair", fair}, {"runaway", runaway}, {"idle", idle}}
 	chosen := map[string]bool{}
 	for _, name := range strings.Split(*which, ",") {
 		name = strings.TrimSpace(name)

@@ -66,6 +66,10 @@ type Options struct {
 	// InFlightTTL is how long a replica's in-flight counts outlive its last flush;
 	// default 5 × Interval.
 	InFlightTTL time.Duration
+	// Reuse is how long one read of a team's figures answers every caller on
+	// this replica, so a team's open pages, each asking every second, cost one
+	// read per Reuse whatever their number; default 0, every call reads.
+	Reuse time.Duration
 	// Timeout bounds each flush and each read; default 2s.
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -152,6 +156,9 @@ type Stats struct {
 	refusals map[memberKey][]Refusal // newest first; with Redis: not yet flushed
 	pruned   int64                   // the minute the in-process counts were last pruned
 	failing  bool                    // the last flush failed (logged once until it recovers)
+
+	viewsMu sync.Mutex
+	views   map[int64]*view // per team, the figures last read (read.go)
 }
 
 var _ proxy.Observer = (*Stats)(nil)
@@ -170,7 +177,7 @@ func New(rdb redis.UniversalClient, o Options) *Stats {
 		o.Now = time.Now
 	}
 	return &Stats{rdb: rdb, opts: o, counts: map[slotKey]Counts{}, seen: map[memberKey]int64{},
-		inflight: map[memberKey]int64{}, dirty: map[int64]bool{}, refusals: map[memberKey][]Refusal{}}
+		inflight: map[memberKey]int64{}, dirty: map[int64]bool{}, refusals: map[memberKey][]Refusal{}, views: map[int64]*view{}}
 }
 
 // Started counts a request admitted and on its way upstream.

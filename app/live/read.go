@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,17 +17,94 @@ import (
 // hourMinutes is how many minutes Team.Hour holds.
 const hourMinutes = 60
 
-// Team returns a team's live figures summed over every replica: two pipelined
-// round trips to Redis, or this process's own counts without Redis. Counts this
-// replica has not flushed yet are not included; they arrive within Interval.
+// view is one team's figures as last read from Redis on this replica. Every
+// caller within Options.Reuse shares one read, so a team's open pages cost one
+// read per Reuse whatever their number; and the hour's older minutes, which
+// flushes no longer touch, are read once and then carried along, so a read is
+// the two newest minutes, the replicas, last-seen and the in-flight hashes.
+type view struct {
+	mu     sync.Mutex
+	used   time.Time // last asked for, to drop views nobody reads
+	read   time.Time // when team was read; zero until the first read
+	fullAt time.Time // when the whole hour was last read
+	team   Team
+}
+
+// Views nobody asked for in viewTTL are dropped. The whole hour is read again
+// every fullHourEvery, which picks up counts a flush delayed by a Redis outage
+// added to a minute older than the two newest.
+const (
+	viewTTL       = 10 * time.Minute
+	fullHourEvery = 10 * time.Minute
+)
+
+// Team returns a team's live figures summed over every replica: one or two
+// pipelined round trips to Redis, or this process's own counts without Redis.
+// Counts this replica has not flushed yet are not included; they arrive within
+// Interval (plus Reuse). The Team returned is the caller's own.
 func (s *Stats) Team(ctx context.Context, teamID int64) (Team, error) {
 	now := s.opts.Now().UTC()
 	if s.rdb == nil {
 		return s.localTeam(teamID, now), nil
 	}
+	v := s.view(teamID)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.read.IsZero() && time.Since(v.read) < s.opts.Reuse {
+		return v.team.clone(), nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	t, err := s.readTeam(ctx, teamID, now, v)
+	if err != nil {
+		return Team{}, err
+	}
+	v.team, v.read = t, time.Now()
+	return t.clone(), nil
+}
+
+// view is teamID's view, made on first use; views unused for viewTTL go.
+func (s *Stats) view(teamID int64) *view {
+	s.viewsMu.Lock()
+	defer s.viewsMu.Unlock()
+	now := time.Now()
+	for id, v := range s.views {
+		if now.Sub(v.used) > viewTTL {
+			delete(s.views, id)
+		}
+	}
+	v := s.views[teamID]
+	if v == nil {
+		v = &view{}
+		s.views[teamID] = v
+	}
+	v.used = now
+	return v
+}
+
+// readTeam reads the team's figures, the hour's older minutes from v when v
+// holds them (v.mu held).
+func (s *Stats) readTeam(ctx context.Context, teamID int64, now time.Time, v *view) (Team, error) {
 	minute := floorDiv(now.Unix(), 60)
+	first := minute - hourMinutes + 1
+	t := Team{At: now, Members: map[int64]Member{}, Hour: make([]Minute, hourMinutes)}
+	for i := range t.Hour {
+		t.Hour[i].Start = time.Unix((first+int64(i))*60, 0).UTC()
+	}
+	// Carry the older minutes over when the last read was this minute or the
+	// one before: its two newest minutes were read then, so none is missing.
+	var last int64
+	if n := len(v.team.Hour); n > 0 {
+		last = v.team.Hour[n-1].Start.Unix() / 60
+	}
+	full := v.read.IsZero() || time.Since(v.fullAt) >= fullHourEvery || last < minute-1 || last > minute
+	if !full {
+		for _, m := range v.team.Hour {
+			if at := m.Start.Unix() / 60; at >= first && at < minute-1 {
+				t.Hour[at-first] = m
+			}
+		}
+	}
 	fields := make([]string, len(counters))
 	for i, f := range counters {
 		fields[i] = "t." + f.name
@@ -32,17 +112,23 @@ func (s *Stats) Team(ctx context.Context, teamID int64) (Team, error) {
 
 	var (
 		recent   [2]*redis.MapStringStringCmd // this minute and the one before
-		hour     [hourMinutes]*redis.SliceCmd
+		older    []*redis.SliceCmd            // the minutes before those, on a full read
 		replicas *redis.StringSliceCmd
 		seen     *redis.ZSliceCmd
 	)
+	// A replica's in-flight hash outlives its last ZADD here by InFlightTTL;
+	// replicas older than that (with a minute to spare for clocks that
+	// disagree) have none left to read.
+	since := now.Add(-s.opts.InFlightTTL - time.Minute).UnixMilli()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		recent[0] = p.HGetAll(ctx, s.minuteKey(teamID, minute))
 		recent[1] = p.HGetAll(ctx, s.minuteKey(teamID, minute-1))
-		for i := range hour {
-			hour[i] = p.HMGet(ctx, s.minuteKey(teamID, minute-hourMinutes+1+int64(i)), fields...)
+		if full {
+			for m := first; m < minute-1; m++ {
+				older = append(older, p.HMGet(ctx, s.minuteKey(teamID, m), fields...))
+			}
 		}
-		replicas = p.ZRange(ctx, s.key(teamID, "replicas"), 0, -1)
+		replicas = p.ZRangeByScore(ctx, s.key(teamID, "replicas"), &redis.ZRangeBy{Min: strconv.FormatInt(since, 10), Max: "+inf"})
 		seen = p.ZRangeWithScores(ctx, s.key(teamID, "seen"), 0, -1)
 		return nil
 	})
@@ -50,33 +136,40 @@ func (s *Stats) Team(ctx context.Context, teamID int64) (Team, error) {
 		return Team{}, fmt.Errorf("live: read team %d: %w", teamID, err)
 	}
 
-	t := Team{At: now, Members: map[int64]Member{}}
 	for i, cmd := range recent {
-		for field, v := range cmd.Val() {
+		hm := &t.Hour[hourMinutes-1-i].Counts
+		for field, val := range cmd.Val() {
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				continue
+			}
+			if name, ok := strings.CutPrefix(field, "t."); ok {
+				if c := counterNamed(name); c != nil {
+					*c.get(hm) = n
+				}
+				continue
+			}
 			member, slot, counter, ok := parseMemberField(field)
-			n, err := strconv.ParseInt(v, 10, 64)
-			if !ok || err != nil || !inLastMinute(minute-int64(i), slot, now) {
+			c := counterNamed(counter)
+			if !ok || c == nil || !inLastMinute(minute-int64(i), slot, now) {
 				continue
 			}
 			m := t.Members[member]
-			for _, f := range counters {
-				if f.name == counter {
-					*f.get(&m.LastMinute) += n
-					*f.get(&t.LastMinute) += n
-				}
-			}
+			*c.get(&m.LastMinute) += n
+			*c.get(&t.LastMinute) += n
 			t.Members[member] = m
 		}
 	}
-	for i, cmd := range hour {
-		mt := Minute{Start: time.Unix((minute-hourMinutes+1+int64(i))*60, 0).UTC()}
-		for j, v := range cmd.Val() {
-			if str, ok := v.(string); ok {
+	for i, cmd := range older {
+		for j, val := range cmd.Val() {
+			if str, ok := val.(string); ok {
 				n, _ := strconv.ParseInt(str, 10, 64)
-				*counters[j].get(&mt.Counts) = n
+				*counters[j].get(&t.Hour[i].Counts) = n
 			}
 		}
-		t.Hour = append(t.Hour, mt)
+	}
+	if full {
+		v.fullAt = time.Now()
 	}
 	for _, z := range seen.Val() {
 		member, err := strconv.ParseInt(fmt.Sprint(z.Member), 10, 64)
@@ -100,9 +193,9 @@ func (s *Stats) Team(ctx context.Context, teamID int64) (Team, error) {
 			return Team{}, fmt.Errorf("live: read team %d in flight: %w", teamID, err)
 		}
 		for _, cmd := range inflight {
-			for field, v := range cmd.Val() {
+			for field, val := range cmd.Val() {
 				member, err1 := strconv.ParseInt(field, 10, 64)
-				n, err2 := strconv.ParseInt(v, 10, 64)
+				n, err2 := strconv.ParseInt(val, 10, 64)
 				if err1 != nil || err2 != nil || n <= 0 {
 					continue
 				}
@@ -114,6 +207,26 @@ func (s *Stats) Team(ctx context.Context, teamID int64) (Team, error) {
 		}
 	}
 	return t, nil
+}
+
+// counterNamed is the counter called name, or nil.
+func counterNamed(name string) *struct {
+	name string
+	get  func(*Counts) *int64
+} {
+	for i := range counters {
+		if counters[i].name == name {
+			return &counters[i]
+		}
+	}
+	return nil
+}
+
+// clone is t with maps and slices of its own, for a caller to keep.
+func (t Team) clone() Team {
+	t.Members = maps.Clone(t.Members)
+	t.Hour = slices.Clone(t.Hour)
+	return t
 }
 
 // parseMemberField reads "m<member>.<slot>.<counter>".

@@ -117,6 +117,11 @@ func TestFlyToml(t *testing.T) {
 	if p, _ := get("metrics.path").(string); p != "/metrics" {
 		t.Errorf("metrics.path = %q, want /metrics", p)
 	}
+	// The ledger spool outlives a machine: it is on the volume.
+	dest, _ := get("mounts.destination").(string)
+	if src, _ := get("mounts.source").(string); src == "" || dest == "" || !strings.HasPrefix(cfg.LedgerSpoolDir, strings.TrimSuffix(dest, "/")+"/") {
+		t.Errorf("LEDGER_SPOOL_DIR = %s, [mounts] = %q on %q: want the spool on a Fly volume", cfg.LedgerSpoolDir, src, dest)
+	}
 	// Fly must wait for the drain before SIGKILL.
 	if kt, _ := get("kill_timeout").(string); kt == "" || !durationAtLeast(kt, (cfg.DrainDelay+cfg.ShutdownTimeout).Seconds()) {
 		t.Errorf("kill_timeout = %q, want at least DRAIN_DELAY + SHUTDOWN_TIMEOUT (%s)", kt, cfg.DrainDelay+cfg.ShutdownTimeout)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,10 +24,15 @@ import (
 // the others wrote every interval, so a replica that has not yet sent to an
 // exhausted target still holds its requests.
 type share struct {
-	rdb      redis.UniversalClient
-	prefix   string
-	interval time.Duration
-	log      *slog.Logger
+	rdb       redis.UniversalClient
+	prefix    string
+	interval  time.Duration
+	idleAfter time.Duration
+	log       *slog.Logger
+	// used is when a request last asked for a target (unix ns); wake tells Run
+	// that one asked after the replica was idle.
+	used atomic.Int64
+	wake chan struct{}
 }
 
 // ShareOptions configure the Redis sharing.
@@ -35,7 +41,10 @@ type ShareOptions struct {
 	// Interval is how often Run writes and reads (default 100ms): the most a
 	// replica lags behind another's 429.
 	Interval time.Duration
-	Logger   *slog.Logger
+	// IdleAfter is how long after this replica's last request Run stops
+	// reading (default 10s); the next request wakes it for a read at once.
+	IdleAfter time.Duration
+	Logger    *slog.Logger
 }
 
 // Share makes t share its targets' state through rdb once Run runs.
@@ -43,8 +52,42 @@ func (t *Tracker) Share(rdb redis.UniversalClient, o ShareOptions) *Tracker {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	t.share = &share{rdb: rdb, prefix: o.Prefix, interval: cmp.Or(o.Interval, 100*time.Millisecond), log: o.Logger}
+	t.share = &share{rdb: rdb, prefix: o.Prefix, interval: cmp.Or(o.Interval, 100*time.Millisecond),
+		idleAfter: cmp.Or(o.IdleAfter, 10*time.Second), log: o.Logger, wake: make(chan struct{}, 1)}
 	return t
+}
+
+// touch notes a request on the request path (one atomic swap), waking Run
+// when it is the first after the replica went idle.
+func (t *Tracker) touch() {
+	if t.share == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	if prev := t.share.used.Swap(now); now-prev >= int64(t.share.idleAfter) {
+		select {
+		case t.share.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// quiet says nobody sent a request for IdleAfter and this replica learned
+// nothing Redis has not heard: then there is nothing to write, and nothing
+// read would be used before the next request, which wakes Run.
+func (t *Tracker) quiet() bool {
+	if time.Now().UnixNano()-t.share.used.Load() < int64(t.share.idleAfter) {
+		return false
+	}
+	quiet := true
+	t.targets.Range(func(_, v any) bool {
+		s := v.(*state)
+		s.mu.Lock()
+		quiet = !s.dirty
+		s.mu.Unlock()
+		return quiet
+	})
+	return quiet
 }
 
 //go:embed share.lua
@@ -57,7 +100,10 @@ func (s *share) key(id string) string {
 }
 
 // Run keeps the targets that targets lists in step with the other replicas
-// every interval until ctx ends. Without Redis it returns at once.
+// every interval until ctx ends. Without Redis it returns at once. While the
+// replica is idle it sends nothing; the first request after that wakes it, so
+// what the others learned meanwhile binds from the requests that follow it,
+// as it binds within one interval while busy.
 func (t *Tracker) Run(ctx context.Context, targets func() []Key) {
 	if t.share == nil {
 		return
@@ -70,6 +116,10 @@ func (t *Tracker) Run(ctx context.Context, targets func() []Key) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+			if t.quiet() {
+				continue
+			}
+		case <-t.share.wake:
 		}
 		for _, k := range targets() {
 			t.state(k)

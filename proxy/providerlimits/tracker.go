@@ -114,6 +114,7 @@ func (s *state) wait(now time.Time) time.Duration {
 
 // Room says a request to k would go at once.
 func (t *Tracker) Room(k Key) bool {
+	t.touch()
 	s := t.state(k)
 	now := t.opts.Now()
 	s.mu.Lock()
@@ -136,6 +137,7 @@ type Reservation struct {
 
 // Reserve claims the next request's place at k.
 func (t *Tracker) Reserve(k Key) Reservation {
+	t.touch()
 	s := t.state(k)
 	now := t.opts.Now()
 	s.mu.Lock()

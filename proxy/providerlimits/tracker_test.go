@@ -5,8 +5,11 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate/tollgate/limiter/redistest"
 	"github.com/tollgate/tollgate/proxy/providerlimits"
@@ -145,5 +148,51 @@ func TestTrackerSharesThroughRedis(t *testing.T) {
 	}
 	if !b.Room(other) {
 		t.Error("B holds the other target too")
+	}
+}
+
+// commandCounter counts the commands a Redis client sends, pipelined or not.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// TestTrackerIdleSendsNothing: a replica with no requests sends Redis
+// nothing, though another replica learns of a 429 meanwhile; its first
+// request wakes it, and the 429 binds its requests right after.
+func TestTrackerIdleSendsNothing(t *testing.T) {
+	t.Parallel()
+	prefix := redistest.Prefix(t)
+	keys := func() []providerlimits.Key { return []providerlimits.Key{key} }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := providerlimits.ShareOptions{Prefix: prefix, Interval: 10 * time.Millisecond, IdleAfter: 50 * time.Millisecond}
+	a := providerlimits.New(providerlimits.Options{MaxWait: -1}).Share(redistest.Client(t), o)
+	idleRDB := redistest.Client(t)
+	var cmds commandCounter
+	idleRDB.AddHook(&cmds)
+	b := providerlimits.New(providerlimits.Options{MaxWait: -1}).Share(idleRDB, o)
+	go a.Run(ctx, keys)
+	go b.Run(ctx, keys)
+
+	a.Observe(key, providerlimits.Reservation{}, a.Now(), http.StatusTooManyRequests, http.Header{"Retry-After": {"30"}})
+	time.Sleep(300 * time.Millisecond) // 30 intervals
+	if n := cmds.n.Load(); n != 0 {
+		t.Errorf("an idle replica sent %d Redis commands in 30 intervals, want none", n)
+	}
+	b.Room(key) // the first request after the quiet wakes it
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Room(key) {
+		if time.Now().After(deadline) {
+			t.Fatal("after waking, replica B still sends to the target A found exhausted")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
