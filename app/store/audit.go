@@ -56,7 +56,7 @@ func AuditActions() []string {
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,
 		ActionTierCreate, ActionTierUpdate, ActionTierDelete, ActionMemberTier, ActionBudgetRequest, ActionBudgetApprove,
-		ActionBudgetAutoApprove, ActionBudgetDecline}
+		ActionBudgetAutoApprove, ActionBudgetDecline, ActionWebhookCreate, ActionWebhookDelete}
 }
 
 // AuditEntry is one recorded state change.
