@@ -248,3 +248,10 @@ func (s *Store) DeliveryFailed(ctx context.Context, id int64, failure string, ba
 	return s.q.WebhookDeliveryRetry(ctx, s.pool, db.WebhookDeliveryRetryParams{ID: id, LastError: &failure,
 		BackoffSeconds: backoff.Seconds(), MaxAttempts: int32(maxAttempts)})
 }
+
+// Mark records mark as done without alerting: a lower threshold passed over
+// by a higher one.
+func (s *Store) Mark(ctx context.Context, teamID int64, mark string) error {
+	_, err := s.q.AlertMarkInsert(ctx, s.pool, db.AlertMarkInsertParams{TeamID: teamID, Mark: mark})
+	return err
+}
