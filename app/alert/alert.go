@@ -86,8 +86,15 @@ func (w *Worker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-deliver.C:
-			if _, err := w.DeliverDue(ctx); err != nil && ctx.Err() == nil {
-				w.o.Logger.Warn("alerts: delivery", "err", err)
+			// A full batch may have more behind it.
+			for n := batch; n == batch; {
+				var err error
+				if n, err = w.DeliverDue(ctx); err != nil {
+					if ctx.Err() == nil {
+						w.o.Logger.Warn("alerts: delivery", "err", err)
+					}
+					break
+				}
 			}
 		case <-budgets.C:
 			if err := w.CheckBudgets(ctx); err != nil && ctx.Err() == nil {
@@ -97,29 +104,29 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// DeliverDue claims the due deliveries, a batch at a time, and attempts each
-// once. It returns how many were attempted.
+// batch is how many deliveries one claim leases.
+const batch = 50
+
+// DeliverDue claims one batch of due deliveries and attempts each once. It
+// returns how many were attempted.
 func (w *Worker) DeliverDue(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		batch, err := w.st.ClaimDeliveries(ctx, 20, 2*w.o.Timeout)
-		if err != nil || len(batch) == 0 {
-			return total, err
+	claimed, err := w.st.ClaimDeliveries(ctx, batch, 2*w.o.Timeout)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range claimed {
+		if err := w.post(ctx, d); err != nil {
+			w.o.Logger.Info("alerts: webhook delivery failed", "event", d.Type, "event_id", d.EventID, "attempt", d.Attempts, "err", err)
+			if err := w.st.DeliveryFailed(ctx, d.ID, err.Error(), w.backoff(d.Attempts), w.o.MaxAttempts); err != nil {
+				return len(claimed), err
+			}
+			continue
 		}
-		for _, d := range batch {
-			total++
-			if err := w.post(ctx, d); err != nil {
-				w.o.Logger.Info("alerts: webhook delivery failed", "event", d.Type, "event_id", d.EventID, "attempt", d.Attempts, "err", err)
-				if err := w.st.DeliveryFailed(ctx, d.ID, err.Error(), w.backoff(d.Attempts), w.o.MaxAttempts); err != nil {
-					return total, err
-				}
-				continue
-			}
-			if err := w.st.DeliveryDone(ctx, d.ID); err != nil {
-				return total, err
-			}
+		if err := w.st.DeliveryDone(ctx, d.ID); err != nil {
+			return len(claimed), err
 		}
 	}
+	return len(claimed), nil
 }
 
 // backoff is the wait after the attempt-th failure.
