@@ -22,7 +22,7 @@ type WebhookRow struct {
 	ID, Name, URL, Format string
 	// Last says how the latest delivery went: "none yet", "delivered ...",
 	// "retrying ..." or "gave up ...".
-	Last, LastError     string
+	Last, LastError    string
 	TestURL, DeleteURL string
 }
 
