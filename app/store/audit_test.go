@@ -45,6 +45,8 @@ var auditedWriters = map[string]string{
 	"ChangeTier":           "tier.update",
 	"DeleteTier":           "tier.delete",
 	"AssignTier":           "member.tier",
+	"CreateWebhook":        "webhook.create",
+	"DeleteWebhook":        "webhook.delete",
 	"RequestBudget":        "budget.request",
 	"ApproveBudgetRequest": "budget.approve",
 	"DeclineBudgetRequest": "budget.decline",
@@ -180,6 +182,15 @@ func TestEveryWriterIsAudited(t *testing.T) {
 		must(f.st.ChangeTier(ctx, actor, f.team.ID, "core", func(tr store.Tier) store.Tier { tr.Weight = 3; return tr }))(t)
 	})
 	check("AssignTier", func() { must(f.st.AssignTier(ctx, actor, f.team.ID, f.member.ID, "core"))(t) })
+	var hook store.Webhook
+	check("CreateWebhook", func() {
+		hook = must(f.st.CreateWebhook(ctx, actor, f.team.ID, "ops", "https://hooks.example.com/x", store.WebhookSlack))(t)
+	})
+	check("DeleteWebhook", func() {
+		if err := f.st.DeleteWebhook(ctx, actor, f.team.ID, hook.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
 	var asked store.BudgetRequest
 	check("RequestBudget", func() {
 		asked = must(f.st.RequestBudget(ctx, store.MemberActor(f.member.ID), f.team.ID, f.member.ID, 1_000_000, "eval run"))(t)
