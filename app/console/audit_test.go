@@ -99,6 +99,9 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	must(e.st.DeclineBudgetRequest(ctx, by, o.TeamID, asked.ID, "not this month"))
 	must(e.st.AssignTier(ctx, by, o.TeamID, ada.ID, ""))
 	must(nil, e.st.DeleteTier(ctx, by, o.TeamID, "core"))
+	hook, err := e.st.CreateWebhook(ctx, by, o.TeamID, "ops", "http://127.0.0.1:6/hook", store.WebhookSlack)
+	must(hook, err)
+	must(nil, e.st.DeleteWebhook(ctx, by, o.TeamID, hook.ID))
 
 	entries, err := e.st.Audit(ctx, nil, 1000)
 	must(entries, err)
