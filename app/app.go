@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tollgate/tollgate/app/alert"
 	"github.com/tollgate/tollgate/app/api"
 	"github.com/tollgate/tollgate/app/config"
 	"github.com/tollgate/tollgate/app/console"
@@ -51,6 +52,7 @@ type App struct {
 	live      *live.Stats  // the dashboard's live counters, summed over replicas through Redis
 	late      *lateCharges // nil without Redis
 	outbound  *netguard.Guard
+	alerts    *alert.Worker // delivers the team's webhooks
 
 	closeLimiter func()
 
@@ -224,6 +226,8 @@ func New(ctx context.Context, cfg config.Config, getenv func(string) string, log
 	a.console = console.New(console.Options{Store: st, Pool: pool, Getenv: getenv, PublicURL: cfg.PublicURL, Logger: log,
 		KeyRotationGrace: cfg.KeyRotationGrace, Live: a.live, SSO: sso.Options{Outbound: outbound}, SignInLimit: o.signInLimit,
 		Redis: redisClient, RedisKeyPrefix: cfg.RedisKeyPrefix, ClientIPHeader: cfg.ClientIPHeader})
+	// Webhook URLs are owners' input: every delivery dials through the guard.
+	a.alerts = alert.New(st, outbound.Client(0), alert.Options{Logger: log})
 	a.api = api.New(api.Options{Store: st, Limiter: lim, Redis: redisLimiter, Logger: log, PublicURL: cfg.PublicURL,
 		KeyRotationGrace: cfg.KeyRotationGrace})
 	return a, nil
@@ -351,6 +355,7 @@ func (a *App) Serve(ctx context.Context, ln, admin net.Listener) error {
 	if a.redisState != nil {
 		go a.redisState.watch(runCtx, func(ctx context.Context) error { return a.redis.Ping(ctx).Err() })
 	}
+	go a.alerts.Run(runCtx)
 	// The ledger outlives the listener: requests drained at shutdown still settle,
 	// and its final flush runs once they have.
 	ledgerCtx, stopLedger := context.WithCancel(context.WithoutCancel(ctx))

@@ -67,6 +67,10 @@ var operations = map[string]operationCase{
 	"GET /api/v1/budget-requests":               {access: api.AccessRead},
 	"POST /api/v1/budget-requests/{id}/approve": {access: api.AccessOwner, body: map[string]any{"note": "ok"}},
 	"POST /api/v1/budget-requests/{id}/decline": {access: api.AccessOwner, body: map[string]any{"note": "no"}},
+	"GET /api/v1/webhooks":                      {access: api.AccessOwner},
+	"POST /api/v1/webhooks":                     {access: api.AccessOwner, body: map[string]any{"name": "chat", "url": "http://127.0.0.1:7/x", "format": "slack"}},
+	"DELETE /api/v1/webhooks/{id}":              {access: api.AccessOwner},
+	"POST /api/v1/webhooks/{id}/test":           {access: api.AccessOwner},
 }
 
 // fullLimits names every limit, as a PUT must.
@@ -96,7 +100,8 @@ func servedOperations(t *testing.T, e *env) []string {
 func (f fixture) path(pattern string) string {
 	r := strings.NewReplacer("/members/{id}", "/members/"+strconv.FormatInt(f.member.ID, 10), "/keys/{id}", "/keys/"+f.key.ID,
 		"/routes/{id}", "/routes/"+strconv.FormatInt(f.route.ID, 10), "{model}", "test-model",
-		"/tiers/{name}", "/tiers/"+f.tier.Name, "/budget-requests/{id}", "/budget-requests/"+strconv.FormatInt(f.request.ID, 10))
+		"/tiers/{name}", "/tiers/"+f.tier.Name, "/budget-requests/{id}", "/budget-requests/"+strconv.FormatInt(f.request.ID, 10),
+		"/webhooks/{id}", "/webhooks/"+strconv.FormatInt(f.webhook.ID, 10))
 	return r.Replace(pattern)
 }
 

@@ -237,4 +237,5 @@ func (a *API) register(h huma.API) {
 	a.registerPrices(h)
 	a.registerReports(h)
 	a.registerReconcile(h)
+	a.registerWebhooks(h)
 }

@@ -106,6 +106,7 @@ type fixture struct {
 	// A tier without members, and a pending request for more budget.
 	tier    store.Tier
 	request store.BudgetRequest
+	webhook store.Webhook
 }
 
 func (e *env) fixture(team store.Team, email string) fixture {
@@ -136,6 +137,9 @@ func (e *env) fixture(team store.Team, email string) fixture {
 		e.t.Fatal(err)
 	}
 	if f.request, err = e.st.RequestBudget(ctx, store.MemberActor(f.member.ID), team.ID, f.member.ID, 2_000_000, "eval run"); err != nil {
+		e.t.Fatal(err)
+	}
+	if f.webhook, err = e.st.CreateWebhook(ctx, store.ActorCLI, team.ID, "ops", "http://127.0.0.1:6/hook", store.WebhookSigned); err != nil {
 		e.t.Fatal(err)
 	}
 	return f

@@ -131,6 +131,8 @@ var auditActionLabels = map[string]string{
 	store.ActionBudgetApprove:     "Budget request approved",
 	store.ActionBudgetAutoApprove: "Budget request auto-approved",
 	store.ActionBudgetDecline:     "Budget request declined",
+	store.ActionWebhookCreate:     "Webhook added",
+	store.ActionWebhookDelete:     "Webhook deleted",
 }
 
 // auditNames turns the ids an entry records into what people recognise.
@@ -392,6 +394,12 @@ func (n auditNames) describe(e store.AuditEntry) (string, error) {
 			was = " (was " + before.Tier + ")"
 		}
 		return "put " + e.Target + " in the tier " + after.Tier + was, nil
+	case store.ActionWebhookCreate:
+		var w store.Webhook
+		err := decode(e.After, &w)
+		return fmt.Sprintf("added the %s webhook %s, posting to %s", w.Format, e.Target, w.URL), err
+	case store.ActionWebhookDelete:
+		return "deleted the webhook " + e.Target, nil
 	case store.ActionBudgetRequest:
 		var r store.BudgetRequest
 		err := decode(e.After, &r)

@@ -104,6 +104,9 @@ func TestAuditSentencesCoverEveryAction(t *testing.T) {
 	leaver, err := e.st.AddMember(ctx, by, o.TeamID, "leaver@acme.test", store.RoleMember)
 	must(leaver, err)
 	must(e.st.RemoveMember(ctx, by, o.TeamID, leaver.ID))
+	hook, err := e.st.CreateWebhook(ctx, by, o.TeamID, "ops", "http://127.0.0.1:6/hook", store.WebhookSlack)
+	must(hook, err)
+	must(nil, e.st.DeleteWebhook(ctx, by, o.TeamID, hook.ID))
 
 	entries, err := e.st.Audit(ctx, nil, 1000)
 	must(entries, err)

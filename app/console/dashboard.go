@@ -43,14 +43,32 @@ func (c *Console) showDashboard(w http.ResponseWriter, r *http.Request) {
 func (c *Console) streamDashboard(w http.ResponseWriter, r *http.Request) {
 	teamID := viewerFrom(r.Context()).team.ID
 	var figs teamFigures
+	// shown is the pending requests the page has, by id: the list is pushed
+	// (out of band) at the stream's start, which may follow the page's render,
+	// and then only when it changes, so a note being typed into one of its
+	// forms is not wiped every second.
+	shown := "\x00"
 	c.stream(w, r, "dashboard", func(ctx context.Context) (templ.Component, error) {
+		var requests []views.BudgetRequestRow
+		changed := false
 		if time.Since(figs.at) >= figuresRefresh {
 			var err error
 			if figs, err = c.readTeamFigures(ctx, teamID); err != nil {
 				return nil, err
 			}
+			if requests, err = c.pendingRequests(ctx, teamID); err != nil {
+				return nil, err
+			}
+			ids := ""
+			for _, r := range requests {
+				ids += r.ApproveURL + " "
+			}
+			changed, shown = ids != shown, ids
 		}
 		lt, ok := c.readLive(ctx, teamID)
+		if changed {
+			return views.DashboardLiveWithRequests(dashboardLive(figs, lt, ok), requests), nil
+		}
 		return views.DashboardLiveView(dashboardLive(figs, lt, ok)), nil
 	})
 }

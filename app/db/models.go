@@ -25,6 +25,12 @@ type AdminToken struct {
 	OwnerKind  string
 }
 
+type AlertMark struct {
+	TeamID    int64
+	Mark      string
+	CreatedAt time.Time
+}
+
 type ApiIdempotency struct {
 	Scope       string
 	Key         string
@@ -242,4 +248,29 @@ type Tier struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	OverBudget        string
+}
+
+type Webhook struct {
+	ID        int64
+	TeamID    int64
+	Name      string
+	Url       string
+	Format    string
+	Secret    string
+	CreatedAt time.Time
+}
+
+type WebhookDelivery struct {
+	ID            int64
+	WebhookID     int64
+	TeamID        int64
+	EventID       string
+	EventType     string
+	Payload       []byte
+	Attempts      int32
+	NextAttemptAt time.Time
+	DeliveredAt   *time.Time
+	FailedAt      *time.Time
+	LastError     *string
+	CreatedAt     time.Time
 }

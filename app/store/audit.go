@@ -59,7 +59,7 @@ func AuditActions() []string {
 		ActionRouteUpdate, ActionRouteTargetAdd, ActionRouteTargetRemove, ActionRouteResilience, ActionRouteDelete, ActionPriceSet, ActionTeamCreate,
 		ActionSetupLink, ActionAdminTokenCreate, ActionAdminTokenRevoke, ActionTeamSSO, ActionPasswordSignIn,
 		ActionTierCreate, ActionTierUpdate, ActionTierDelete, ActionMemberTier, ActionTeamDefaultTier, ActionBudgetRequest, ActionBudgetApprove,
-		ActionBudgetAutoApprove, ActionBudgetDecline, ActionTeamOverBudget}
+		ActionBudgetAutoApprove, ActionBudgetDecline, ActionTeamOverBudget, ActionWebhookCreate, ActionWebhookDelete}
 }
 
 // AuditEntry is one recorded state change.

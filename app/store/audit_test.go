@@ -51,6 +51,8 @@ var auditedWriters = map[string]string{
 	"SetDefaultTier":       "team.default_tier",
 	"AddMemberInTier":      "member.add",
 	"CreateInviteInTier":   "invite.create",
+	"CreateWebhook":        "webhook.create",
+	"DeleteWebhook":        "webhook.delete",
 	"RequestBudget":        "budget.request",
 	"ApproveBudgetRequest": "budget.approve",
 	"DeclineBudgetRequest": "budget.decline",
@@ -210,6 +212,15 @@ func TestEveryWriterIsAudited(t *testing.T) {
 	if err := f.st.SetDefaultTier(ctx, actor, f.team.ID, store.TierNone); err != nil {
 		t.Fatal(err)
 	}
+	var hook store.Webhook
+	check("CreateWebhook", func() {
+		hook = must(f.st.CreateWebhook(ctx, actor, f.team.ID, "ops", "https://hooks.example.com/x", store.WebhookSlack))(t)
+	})
+	check("DeleteWebhook", func() {
+		if err := f.st.DeleteWebhook(ctx, actor, f.team.ID, hook.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
 	var asked store.BudgetRequest
 	check("RequestBudget", func() {
 		asked = must(f.st.RequestBudget(ctx, store.MemberActor(f.member.ID), f.team.ID, f.member.ID, 1_000_000, "eval run"))(t)

@@ -120,6 +120,11 @@ func (s *Store) RequestBudget(ctx context.Context, actor Actor, teamID, memberID
 		if err := s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionBudgetRequest, target: m.Email, after: req}); err != nil {
 			return err
 		}
+		if err := s.enqueue(ctx, tx, teamID, nil, NewEventID(), Event{Type: EventBudgetRequested,
+			Text: fmt.Sprintf("tollgate: %s asks for $%s more budget: %s", m.Email, FormatDollars(amount), reason),
+			Data: map[string]any{"request_id": req.ID, "member_id": memberID, "email": m.Email, "amount_micros": amount, "reason": reason}}); err != nil {
+			return err
+		}
 		if m.TierID == nil {
 			return nil
 		}

@@ -223,8 +223,16 @@ func (s *Store) SetMemberStatus(ctx context.Context, actor Actor, teamID, member
 			return mapErr(err)
 		}
 		m = memberFrom(row)
-		return s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberStatus, target: m.Email,
-			before: map[string]string{"status": before.Status}, after: map[string]string{"status": status}})
+		if err := s.audit(ctx, tx, actor, auditEntry{teamID: &teamID, action: ActionMemberStatus, target: m.Email,
+			before: map[string]string{"status": before.Status}, after: map[string]string{"status": status}}); err != nil {
+			return err
+		}
+		if status != StatusDisabled || before.Status == StatusDisabled {
+			return nil
+		}
+		return s.enqueue(ctx, tx, teamID, nil, NewEventID(), Event{Type: EventMemberCutOff,
+			Text: fmt.Sprintf("tollgate: %s was cut off by %s", m.Email, actor),
+			Data: map[string]any{"member_id": memberID, "email": m.Email, "by": string(actor)}})
 	})
 	if err != nil {
 		return Member{}, fmt.Errorf("store: set member %d status: %w", memberID, err)
