@@ -171,9 +171,9 @@ func TestBrowserJourney(t *testing.T) {
 	j.do(t, owner, "set the member's limits",
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('`+ada+`a').click()`),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="limits-form"]`)),
-		chromedp.SendKeys(chromedp.ID("rate"), "4"),
+		chromedp.SetValue(chromedp.ID("rate"), "4"),
 		chromedp.SetValue(chromedp.ID("period"), "1m"),
-		chromedp.SendKeys(chromedp.ID("budget"), "0.05"),
+		chromedp.SetValue(chromedp.ID("budget"), "0.05"),
 		chromedp.SetValue(chromedp.ID("budget_period"), "daily"),
 		chromedp.Click(chromedp.CSS(`[data-testid="save-limits"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="limits-saved"]`)))
