@@ -173,6 +173,19 @@ func (c *adminCmd) print(v any, human func(w io.Writer)) error {
 	return tw.Flush()
 }
 
+// route finds team t's route by its prefix.
+func (c *adminCmd) route(ctx context.Context, t store.Team, prefix string) (store.Route, error) {
+	routes, err := c.st.Routes(ctx, t.ID)
+	if err != nil {
+		return store.Route{}, err
+	}
+	i := slices.IndexFunc(routes, func(r store.Route) bool { return r.Prefix == prefix })
+	if i < 0 {
+		return store.Route{}, fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, prefix, t.Name)
+	}
+	return routes[i], nil
+}
+
 func (c *adminCmd) team(ctx context.Context, ref string) (store.Team, error) {
 	t, err := c.st.FindTeam(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
@@ -276,15 +289,11 @@ func deleteRoute(ctx context.Context, c *adminCmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	routes, err := c.st.Routes(ctx, t.ID)
+	route, err := c.route(ctx, t, *prefix)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(routes, func(r store.Route) bool { return r.Prefix == *prefix })
-	if i < 0 {
-		return fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, *prefix, t.Name)
-	}
-	r, err := c.st.DeleteRoute(ctx, store.ActorCLI, t.ID, routes[i].ID)
+	r, err := c.st.DeleteRoute(ctx, store.ActorCLI, t.ID, route.ID)
 	if err != nil {
 		return err
 	}
@@ -382,15 +391,11 @@ func setRoute(ctx context.Context, c *adminCmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	routes, err := c.st.Routes(ctx, t.ID)
+	route, err := c.route(ctx, t, *prefix)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(routes, func(r store.Route) bool { return r.Prefix == *prefix })
-	if i < 0 {
-		return fmt.Errorf("team %s has no route %s (list them with: tollgate admin list routes --team %s)", t.Name, *prefix, t.Name)
-	}
-	n, path := routes[i].MaxAttempts, routes[i].HealthPath
+	n, path := route.MaxAttempts, route.HealthPath
 	// Given is not the same as non-zero: --attempts 0 is refused, not ignored.
 	if flagGiven(c.flags, "attempts") {
 		n = *attempts
