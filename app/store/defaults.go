@@ -40,7 +40,9 @@ func DefaultTierLimits() Limits {
 // giveDefaults gives a team, just created inside tx, its default tier and team
 // budget, unaudited: the team's creation is audited with them.
 func (s *Store) giveDefaults(ctx context.Context, tx pgx.Tx, teamID int64) (Tier, Limits, error) {
-	tier, err := s.insertTier(ctx, tx, teamID, Tier{Name: DefaultTierName, Limits: DefaultTierLimits(), Weight: 1, OverBudget: OverBudgetRefuse})
+	tier := NewTier(DefaultTierName)
+	tier.Limits = DefaultTierLimits()
+	tier, err := s.insertTier(ctx, tx, teamID, tier)
 	if err != nil {
 		return Tier{}, Limits{}, err
 	}
