@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,13 @@ type Source struct {
 	log     *slog.Logger
 	current atomic.Pointer[proxy.Snapshot]
 	reloads atomic.Int64
+
+	// Loads overlap (a notification's and a change's own, which must be seen
+	// when its answer leaves): one started later read newer rows, so an
+	// earlier one that ends after it must not swap its older snapshot in.
+	started atomic.Int64
+	mu      sync.Mutex
+	stored  int64 // the start number of the snapshot in current
 }
 
 // Channel is the NOTIFY channel the migrations' triggers signal on.
@@ -50,11 +58,17 @@ func (s *Source) Reloads() int64 { return s.reloads.Load() }
 
 // Reload reads a new snapshot and swaps it in.
 func (s *Source) Reload(ctx context.Context) error {
+	n := s.started.Add(1)
 	snap, err := s.loader.Snapshot(ctx, s.log)
 	if err != nil {
 		return err
 	}
-	s.current.Store(snap)
+	s.mu.Lock()
+	if n > s.stored {
+		s.current.Store(snap)
+		s.stored = n
+	}
+	s.mu.Unlock()
 	s.reloads.Add(1)
 	return nil
 }
